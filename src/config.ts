@@ -1,0 +1,55 @@
+/**
+ * Tunables and default locations, in one place with their documented defaults. Every layer takes what it
+ * needs from here by constructor argument; nothing reads the environment deep inside the code.
+ */
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+
+/** The user's data directory for homefs: /var/lib/homefs for root, else $XDG_DATA_HOME/homefs. */
+export function dataDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.HOMEFS_DATA_DIR) return env.HOMEFS_DATA_DIR;
+  if (process.getuid?.() === 0) return '/var/lib/homefs';
+  return join(env.XDG_DATA_HOME || join(homedir(), '.local', 'share'), 'homefs');
+}
+
+/** Store URL: --store, else HOMEFS_STORE, else a file:// store in the data directory. */
+export function defaultStoreUrl(env: NodeJS.ProcessEnv = process.env): string {
+  const v = env.HOMEFS_STORE;
+  if (v && v !== 'false') return v;
+  return `file://${join(dataDir(env), 'store')}`;
+}
+
+/** HOMEFS_STORE=false (alias COVEY_HOME_STORE=false): homes are plain directories, no snapshots. */
+export function storeDisabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.HOMEFS_STORE === 'false' || env.COVEY_HOME_STORE === 'false';
+}
+
+/** Default excludes: the scrap class. Overridden by HOMEFS_EXCLUDES (alias COVEY_HOME_EXCLUDES), comma or newline separated. */
+export const DEFAULT_EXCLUDES = ['__pycache__/', '.dartServer/', '*.pyc', '*.tmp', '.cache/pip/', '.cache/ms-playwright/'];
+
+export function excludePatterns(env: NodeJS.ProcessEnv = process.env): string[] {
+  const v = env.HOMEFS_EXCLUDES ?? env.COVEY_HOME_EXCLUDES;
+  if (v === undefined) return DEFAULT_EXCLUDES;
+  return v.split(/[,\n]/).map((s) => s.trim()).filter((s) => s.length > 0);
+}
+
+export const defaults = {
+  /** Parallel store requests per operation (uploads, existence checks, fetches). */
+  storeParallelism: 16,
+  /** Retries of a failed store request (throttling, 5xx, network) before giving up. */
+  storeRetries: 5,
+  storeRetryBaseMs: 100,
+  storeRetryMaxMs: 5_000,
+  /** Block cache size cap on disk. */
+  cacheSizeBytes: 10 * 1024 * 1024 * 1024,
+  /** Seal at most this often while parked (idle). */
+  idleSealIntervalMs: 5 * 60_000,
+  /** A home with no FUSE activity for this long is parked. */
+  parkAfterMs: 10_000,
+  /** Lease TTL and renewal period. */
+  leaseTtlMs: 30_000,
+  /** Snapshots of history kept per home. */
+  historyKeep: 20,
+  /** gc grace period for unreferenced objects. */
+  gcGraceMs: 24 * 3600_000,
+};

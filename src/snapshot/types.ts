@@ -1,0 +1,57 @@
+/**
+ * In-memory shapes of trees and snapshots. Their byte encodings (versioned, deterministic) live in
+ * codec.ts and are specified in docs/format.md.
+ */
+
+export type EntryKind = 'file' | 'dir' | 'symlink' | 'fifo' | 'socket' | 'chardev' | 'blockdev';
+
+export interface TreeEntry {
+  /** One path component: UTF-8, no '/' or NUL, not '.' or '..', at most 255 bytes. */
+  name: string;
+  kind: EntryKind;
+  /** Permission bits including setuid/setgid/sticky (mode & 0o7777). */
+  mode: number;
+  uid: number;
+  gid: number;
+  /** Logical size in bytes (files); target length (symlinks); 0 otherwise. */
+  size: number;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+  /** Extended attributes, sorted by name. */
+  xattrs?: Array<[string, Buffer]>;
+  /** Symlink target. */
+  target?: string;
+  /** File content: block hashes in order (see hash/blake3.ts for the layout). Empty file: []. */
+  blocks?: string[];
+  /** Directory: hash of the subtree. */
+  tree?: string;
+  /** Hard links: entries of one snapshot with the same `link` are one inode (nlink = their count). */
+  link?: number;
+  /** Device number for chardev/blockdev. */
+  rdev?: number;
+}
+
+export interface Tree {
+  entries: TreeEntry[];
+}
+
+export interface SnapshotStats {
+  files: number;
+  dirs: number;
+  bytes: number;
+}
+
+export interface Snapshot {
+  /** Hash of the root tree. */
+  root: string;
+  /** Previous snapshot id, or null for the first one. */
+  parent: string | null;
+  /** `org/home` this snapshot was sealed for. */
+  home: string;
+  /** ISO-8601 time of sealing. */
+  time: string;
+  host: string;
+  stats: SnapshotStats;
+  /** Why it was sealed: push, fsync, idle, sync, sleep, fork, rollback, takeover. */
+  reason?: string;
+}

@@ -1,0 +1,58 @@
+/**
+ * The `Store`: a flat, key-addressed object store (a local directory or an S3 bucket) holding blocks,
+ * trees, snapshots and HEAD generations under `<org>/...` keys (see keys.ts and docs/format.md).
+ *
+ * The contract is deliberately small so that any S3-compatible service can implement it. Behaviour such
+ * as retries, metering or fault injection is added by wrapping a Store, never by flags on it.
+ */
+
+export interface ObjectInfo {
+  key: string;
+  size: number;
+  /** Last modification time in ms since the epoch (used by gc's grace period). */
+  mtimeMs: number;
+}
+
+export interface Store {
+  /** A printable URL of this store, without credentials. */
+  readonly url: string;
+
+  /**
+   * Which of `keys` exist. Returns the subset that exists. Safe to retry. Implementations check many
+   * keys concurrently with bounded parallelism.
+   */
+  has(keys: readonly string[]): Promise<Set<string>>;
+
+  /**
+   * The bytes of `key`. Throws `NotFoundError` when the object does not exist. Safe to retry.
+   * The store itself does not verify content: callers that know the expected hash use
+   * `getVerified` (objects.ts), which throws `CorruptObjectError` on a mismatch.
+   */
+  get(key: string): Promise<Buffer>;
+
+  /**
+   * Writes `data` under `key`, replacing nothing visible to readers until complete (atomic).
+   * Idempotent for content-addressed keys: writing the same bytes twice is harmless. Safe to retry.
+   */
+  put(key: string, data: Buffer): Promise<void>;
+
+  /**
+   * Creates `key` only if it does not exist yet (create-if-absent). Returns true if this call created
+   * it, false if the key already existed (whoever wrote it). Atomic: of concurrent callers exactly one
+   * gets true. This is the only primitive HEAD advancement relies on. A retry after a lost reply may
+   * return false for an object this caller created; callers compare the content to tell.
+   */
+  putIfAbsent(key: string, data: Buffer): Promise<boolean>;
+
+  /**
+   * Objects whose key starts with `prefix`, in ascending key order. `limit` stops early
+   * (listing one key of a home's heads/ finds HEAD because generations sort newest first).
+   */
+  list(prefix: string, limit?: number): AsyncIterable<ObjectInfo>;
+
+  /** Deletes `key`; deleting a missing key is not an error. */
+  delete(key: string): Promise<void>;
+
+  /** Releases connections and handles. */
+  close(): Promise<void>;
+}

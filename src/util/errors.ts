@@ -1,0 +1,55 @@
+/**
+ * Typed errors that cross layers. A `UserError` is something the user can fix (bad flag, unknown home,
+ * unreachable store); the CLI prints its message as one line and exits non-zero, never a stack trace.
+ * Everything else is a bug and is reported with its stack.
+ */
+export class UserError extends Error {
+  constructor(message: string, readonly exitCode = 1) {
+    super(message);
+    this.name = 'UserError';
+  }
+}
+
+/** The object does not exist in the store. */
+export class NotFoundError extends UserError {
+  constructor(readonly key: string) {
+    super(`not found in store: ${key}`);
+    this.name = 'NotFoundError';
+  }
+}
+
+/** An object's bytes do not hash to its key: corruption in the store or in transit. Never served. */
+export class CorruptObjectError extends UserError {
+  constructor(readonly key: string, readonly path?: string) {
+    super(`corrupted object ${key}${path ? ` (${path})` : ''}: its content does not match its hash; run 'homefs verify' and restore it from another copy`);
+    this.name = 'CorruptObjectError';
+  }
+}
+
+/** HEAD moved since this writer read it: another writer won. Nothing was overwritten. */
+export class HeadConflictError extends UserError {
+  constructor(readonly home: string, readonly expectedGen: number, readonly snapshot: string) {
+    super(`conflict: HEAD of ${home} moved past generation ${expectedGen} while this snapshot was written; snapshot ${snapshot} is kept in the store but HEAD was not changed`);
+    this.name = 'HeadConflictError';
+  }
+}
+
+/** The store could not be reached or kept failing after retries. */
+export class StoreUnavailableError extends UserError {
+  constructor(readonly url: string, cause: string) {
+    super(`store ${url} is unreachable: ${cause}; check the URL, the network and the credentials`);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+/** A malformed or hostile encoded object (tree, snapshot, head). */
+export class FormatError extends UserError {
+  constructor(what: string, detail: string) {
+    super(`invalid ${what}: ${detail}`);
+    this.name = 'FormatError';
+  }
+}
+
+export function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
