@@ -1,0 +1,132 @@
+/**
+ * Types of the homefs FUSE binding (native/, libfuse3 low-level API on Node's main loop).
+ *
+ * The binding hands every kernel request to a synchronous handler in `Ops` together with an opaque `Req`.
+ * The handler must answer that request exactly once, either before it returns or later (after async work),
+ * through one of the `Reply` methods on the session. Errors cross this boundary only as positive errno
+ * numbers (`reply.err(req, errno)`); `err(req, 0)` is the success reply of ops that carry no data.
+ * Inode numbers and file handles are JS numbers (exact up to 2^53); times are seconds + nanoseconds.
+ */
+
+export interface Ctx { uid: number; gid: number; pid: number; umask: number }
+
+/** What getattr and entry replies carry; times in seconds + nanoseconds. */
+export interface Attr {
+  ino: number; mode: number; nlink: number; uid: number; gid: number; rdev: number; size: number;
+  blocks: number; blksize: number;
+  atimeSec: number; atimeNsec: number; mtimeSec: number; mtimeNsec: number; ctimeSec: number; ctimeNsec: number;
+}
+
+/** ino 0 + entryTimeout > 0 in `Reply.entry` = a cached negative lookup (the kernel remembers ENOENT). */
+export interface Entry { ino: number; generation: number; attr: Attr; attrTimeout: number; entryTimeout: number }
+
+/** Only present keys are to be changed. */
+export interface SetAttr {
+  mode?: number; uid?: number; gid?: number; size?: number;
+  atime?: { sec: number; nsec: number } | 'now'; mtime?: { sec: number; nsec: number } | 'now';
+  ctime?: { sec: number; nsec: number };
+}
+
+export interface OpenReply { fh: number; keepCache?: boolean; directIo?: boolean; nonSeekable?: boolean }
+
+/** `off` = the cookie of the NEXT entry (what the kernel passes back as `offset` to continue after this one). */
+export interface DirEntry { name: string; ino: number; mode: number; off: number }
+export interface DirPlusEntry { name: string; entry: Entry; off: number }
+
+export interface StatFs {
+  bsize: number; frsize: number; blocks: number; bfree: number; bavail: number;
+  files: number; ffree: number; favail: number; namemax: number;
+}
+
+/** Opaque request handle; each request must be answered exactly once. */
+export type Req = object;
+
+/** Reply methods on the session object; all synchronous, they return nothing (except `dir`/`dirPlus`). */
+export interface Reply {
+  ctx(req: Req): Ctx;
+  /** Positive errno; 0 = success for ops with no data (unlink, rmdir, rename, flush, release, fsync, setxattr…). */
+  err(req: Req, errno: number): void;
+  entry(req: Req, e: Entry): void;
+  create(req: Req, e: Entry, o: OpenReply): void;
+  attr(req: Req, a: Attr, timeout: number): void;
+  readlink(req: Req, target: string): void;
+  open(req: Req, o: OpenReply): void;
+  write(req: Req, count: number): void;
+  /** read replies, getxattr/listxattr values. The bytes are copied before it returns. */
+  buf(req: Req, data: Uint8Array): void;
+  /** getxattr/listxattr when the caller asked with size 0. */
+  xattrSize(req: Req, size: number): void;
+  statfs(req: Req, s: StatFs): void;
+  lseek(req: Req, off: number): void;
+  /** forget-type ops (and interrupt-free requests that need no reply). */
+  none(req: Req): void;
+  /**
+   * readdir/readdirplus: packs entries in order until `size` is full; returns how many were packed.
+   * For readdirplus, the kernel takes a lookup reference ONLY for packed entries (the caller counts them).
+   * Packing zero entries is the end-of-directory reply.
+   */
+  dir(req: Req, size: number, entries: DirEntry[]): number;
+  dirPlus(req: Req, size: number, entries: DirPlusEntry[]): number;
+}
+
+/** Every handler is synchronous and must eventually call exactly one reply for req. Missing ops answer ENOSYS. */
+export interface Ops {
+  init?(): void; destroy?(): void;
+  lookup(req: Req, parent: number, name: string): void;
+  /** Batch forget is delivered as several forget calls. No reply. */
+  forget(ino: number, nlookup: number): void;
+  getattr(req: Req, ino: number, fh: number | undefined): void;
+  setattr(req: Req, ino: number, set: SetAttr, fh: number | undefined): void;
+  readlink(req: Req, ino: number): void;
+  mknod(req: Req, parent: number, name: string, mode: number, rdev: number): void;
+  mkdir(req: Req, parent: number, name: string, mode: number): void;
+  unlink(req: Req, parent: number, name: string): void;
+  rmdir(req: Req, parent: number, name: string): void;
+  symlink(req: Req, target: string, parent: number, name: string): void;
+  /** flags: RENAME_NOREPLACE (1), RENAME_EXCHANGE (2). */
+  rename(req: Req, parent: number, name: string, newParent: number, newName: string, flags: number): void;
+  link(req: Req, ino: number, newParent: number, newName: string): void;
+  open(req: Req, ino: number, flags: number): void;
+  read(req: Req, ino: number, size: number, offset: number, fh: number): void;
+  /** data may be reused after return: copy if kept. */
+  write(req: Req, ino: number, data: Buffer, offset: number, fh: number, flags: number): void;
+  flush(req: Req, ino: number, fh: number): void;
+  release(req: Req, ino: number, fh: number, flags: number): void;
+  fsync(req: Req, ino: number, datasync: boolean, fh: number): void;
+  opendir(req: Req, ino: number, flags: number): void;
+  readdir(req: Req, ino: number, size: number, offset: number, fh: number): void;
+  readdirplus(req: Req, ino: number, size: number, offset: number, fh: number): void;
+  releasedir(req: Req, ino: number, fh: number): void;
+  fsyncdir(req: Req, ino: number, datasync: boolean, fh: number): void;
+  statfs(req: Req, ino: number): void;
+  /** flags: XATTR_CREATE (1), XATTR_REPLACE (2). */
+  setxattr(req: Req, ino: number, name: string, value: Buffer, flags: number): void;
+  getxattr(req: Req, ino: number, name: string, size: number): void;
+  listxattr(req: Req, ino: number, size: number): void;
+  removexattr(req: Req, ino: number, name: string): void;
+  access(req: Req, ino: number, mask: number): void;
+  create(req: Req, parent: number, name: string, mode: number, flags: number): void;
+  fallocate(req: Req, ino: number, mode: number, offset: number, length: number, fh: number): void;
+  /** whence: SEEK_SET 0, SEEK_CUR 1, SEEK_END 2, SEEK_DATA 3, SEEK_HOLE 4. */
+  lseek(req: Req, ino: number, off: number, whence: number, fh: number): void;
+  copyFileRange(req: Req, inoIn: number, offIn: number, fhIn: number, inoOut: number, offOut: number, fhOut: number, len: number, flags: number): void;
+  /** The kernel interrupted req (it must still be answered, e.g. with EINTR). */
+  interrupt?(req: Req): void;
+}
+
+export interface MountOptions {
+  fsname?: string; subtype?: string; allowOther?: boolean; defaultPermissions?: boolean; readOnly?: boolean;
+  autoUnmount?: boolean; maxWrite?: number; writebackCache?: boolean; debug?: boolean;
+}
+
+export interface Session extends Reply {
+  readonly mountpoint: string;
+  /** Drop cached pages (off/len; len 0 = to the end, off -1 = attributes only). Returns 0 or -errno. */
+  invalInode(ino: number, off: number, len: number): number;
+  /** Drop the cached dentry parent/name. Returns 0 or -errno. */
+  invalEntry(parent: number, name: string): number;
+  /** Idempotent; answers nothing, stops the poll first, then unmounts. */
+  unmount(): void;
+  /** External umount / fusermount -u / connection abort. */
+  onUnmounted(cb: (reason: string) => void): void;
+}
