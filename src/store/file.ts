@@ -1,0 +1,170 @@
+/**
+ * `file://` backend: the embedded default store, a directory whose layout mirrors the keys.
+ *
+ * Writes are atomic and durable: a temp file in the target directory, fsync, rename (or link() for
+ * create-if-absent, which fails with EEXIST if the key exists), then fsync of the directory. Readers never
+ * see a partial object. Temp files start with `.tmp-` and are never listed.
+ */
+import { constants } from 'node:fs';
+import { link, mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { NotFoundError, UserError } from '../util/errors.js';
+import { mapLimit } from '../util/concurrency.js';
+import type { ObjectInfo, Store } from './store.js';
+
+const KEY = /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/;
+
+export function validateKey(key: string): string {
+  if (!KEY.test(key) || key.split('/').some((c) => c === '.' || c === '..' || c.startsWith('.tmp-'))) {
+    throw new Error(`invalid store key: ${JSON.stringify(key)}`);
+  }
+  return key;
+}
+
+export class FileStore implements Store {
+  readonly url: string;
+
+  constructor(readonly root: string, private readonly parallelism = 32) {
+    this.url = `file://${root}`;
+  }
+
+  /** Creates the root directory (0700) if needed and checks it is a writable directory. */
+  async init(): Promise<this> {
+    try {
+      await mkdir(this.root, { recursive: true, mode: 0o700 });
+      const st = await stat(this.root);
+      if (!st.isDirectory()) throw new UserError(`store ${this.url} is not a directory`);
+    } catch (e) {
+      if (e instanceof UserError) throw e;
+      throw new UserError(`cannot open store ${this.url}: ${(e as Error).message}`);
+    }
+    return this;
+  }
+
+  private path(key: string): string {
+    return join(this.root, validateKey(key));
+  }
+
+  async has(keys: readonly string[]): Promise<Set<string>> {
+    const found = new Set<string>();
+    await mapLimit(keys, this.parallelism, async (k) => {
+      try {
+        await stat(this.path(k));
+        found.add(k);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT' && (e as NodeJS.ErrnoException).code !== 'ENOTDIR') throw e;
+      }
+    });
+    return found;
+  }
+
+  async get(key: string): Promise<Buffer> {
+    try {
+      return await readFile(this.path(key));
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') throw new NotFoundError(key);
+      throw e;
+    }
+  }
+
+  /** Writes a durable temp file next to `dest` and returns its path. */
+  private async writeTemp(dest: string, data: Buffer): Promise<string> {
+    const dir = dirname(dest);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const tmp = join(dir, `.tmp-${randomBytes(8).toString('hex')}`);
+    const fh = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+    try {
+      await fh.writeFile(data);
+      await fh.sync();
+    } catch (e) {
+      await fh.close();
+      await rm(tmp, { force: true });
+      throw e;
+    }
+    await fh.close();
+    return tmp;
+  }
+
+  private async syncDir(dir: string): Promise<void> {
+    const fh = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  }
+
+  async put(key: string, data: Buffer): Promise<void> {
+    const dest = this.path(key);
+    const tmp = await this.writeTemp(dest, data);
+    try {
+      await rename(tmp, dest);
+    } catch (e) {
+      await rm(tmp, { force: true });
+      throw e;
+    }
+    await this.syncDir(dirname(dest));
+  }
+
+  async putIfAbsent(key: string, data: Buffer): Promise<boolean> {
+    const dest = this.path(key);
+    const tmp = await this.writeTemp(dest, data);
+    try {
+      await link(tmp, dest);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw e;
+    } finally {
+      await unlink(tmp).catch(() => undefined);
+    }
+    await this.syncDir(dirname(dest));
+    return true;
+  }
+
+  async *list(prefix: string, limit = Infinity): AsyncIterable<ObjectInfo> {
+    const slash = prefix.lastIndexOf('/');
+    const dirKey = slash >= 0 ? prefix.slice(0, slash) : '';
+    const namePrefix = prefix.slice(slash + 1);
+    let left = limit;
+    const walk = async function* (this: FileStore, key: string, filter: string): AsyncGenerator<ObjectInfo> {
+      let names: string[];
+      try {
+        names = await readdir(key ? join(this.root, key) : this.root);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'ENOTDIR') return;
+        throw e;
+      }
+      names.sort();
+      for (const name of names) {
+        if (left <= 0) return;
+        if (!name.startsWith(filter) || name.startsWith('.tmp-')) continue;
+        const childKey = key ? `${key}/${name}` : name;
+        let st;
+        try {
+          st = await stat(join(this.root, childKey));
+        } catch {
+          continue; // deleted while listing
+        }
+        if (st.isDirectory()) {
+          yield* walk.call(this, childKey, '');
+        } else {
+          left--;
+          yield { key: childKey, size: st.size, mtimeMs: st.mtimeMs };
+        }
+      }
+    };
+    if (dirKey && !KEY.test(dirKey)) return;
+    yield* walk.call(this, dirKey, namePrefix);
+  }
+
+  async delete(key: string): Promise<void> {
+    await unlink(this.path(key)).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== 'ENOENT') throw e;
+    });
+  }
+
+  async close(): Promise<void> {}
+}
