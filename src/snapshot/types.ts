@@ -25,8 +25,10 @@ export interface TreeEntry {
   blocks?: string[];
   /** Directory: hash of the subtree. */
   tree?: string;
-  /** Hard links: entries of one snapshot with the same `link` are one inode (nlink = their count). */
+  /** Hard links: entries of one snapshot with the same `link` are one inode. */
   link?: number;
+  /** Hard links: the inode's link count (so a lazily loaded directory knows st_nlink without the others). */
+  nlink?: number;
   /** Device number for chardev/blockdev. */
   rdev?: number;
 }

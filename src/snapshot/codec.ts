@@ -1,0 +1,429 @@
+/**
+ * Deterministic, versioned byte encodings of trees and snapshots (specified in docs/format.md).
+ *
+ * A tree is a compact little-endian binary record (magic `HFTR`, version 1) because homes hold large
+ * directories and trees are hashed and fetched on the read path; a snapshot is canonical JSON (version 1)
+ * because it is small and worth reading by eye. Both encodings are canonical: one value has exactly one
+ * encoding, and decoding re-checks that (a non-canonical object is rejected), so the hash of an object is
+ * a function of its meaning.
+ *
+ * Decoding trusts nothing: every name, length, count, range and kind-specific field is validated and a
+ * bad object is a `FormatError` naming what is wrong, so a hostile object can never become a path outside
+ * the target directory or an unbounded allocation.
+ */
+import { FormatError } from '../util/errors.js';
+import { blockRanges } from '../hash/blake3.js';
+import type { EntryKind, Snapshot, Tree, TreeEntry } from './types.js';
+
+export const TREE_MAGIC = Buffer.from('HFTR', 'latin1');
+export const TREE_VERSION = 1;
+export const SNAPSHOT_VERSION = 1;
+
+export const MAX_ENTRIES = 1_000_000;
+export const MAX_NAME_BYTES = 255;
+export const MAX_TARGET_BYTES = 4095;
+export const MAX_XATTRS = 1024;
+export const MAX_XATTR_NAME_BYTES = 255;
+export const MAX_XATTR_VALUE_BYTES = 65536;
+export const MAX_SIZE = Number.MAX_SAFE_INTEGER;
+const U32 = 0xffffffff;
+const I64_MIN = -(2n ** 63n);
+const I64_MAX = 2n ** 63n - 1n;
+
+const KIND_CODES: Record<EntryKind, number> = { file: 1, dir: 2, symlink: 3, fifo: 4, socket: 5, chardev: 6, blockdev: 7 };
+const KINDS: Array<EntryKind | undefined> = [undefined, 'file', 'dir', 'symlink', 'fifo', 'socket', 'chardev', 'blockdev'];
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const HASH = /^[0-9a-f]{64}$/;
+
+/** Byte-wise (UTF-8) order of names: the order entries are stored in. */
+export function compareNames(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+/** Why `name` is not a valid entry name, or null when it is. */
+export function nameProblem(name: string): string | null {
+  if (name.length === 0) return 'empty name';
+  if (name === '.' || name === '..') return `name '${name}' is not allowed`;
+  if (name.includes('/')) return `name ${JSON.stringify(name)} contains '/'`;
+  if (name.includes('\0')) return `name ${JSON.stringify(name)} contains NUL`;
+  if (Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES) return `name ${JSON.stringify(name.slice(0, 40))}... is longer than ${MAX_NAME_BYTES} bytes`;
+  if (/[\uD800-\uDFFF]/.test(name.replace(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g, ''))) return `name ${JSON.stringify(name)} is not valid UTF-8`;
+  return null;
+}
+
+/** Validates one entry's fields (everything but its position among its siblings). */
+export function validateEntry(e: TreeEntry, what = 'tree'): void {
+  const bad = (d: string): never => {
+    throw new FormatError(what, `entry ${JSON.stringify(e.name)}: ${d}`);
+  };
+  const np = nameProblem(e.name);
+  if (np) throw new FormatError(what, np);
+  if (!(e.kind in KIND_CODES)) bad(`unknown kind ${String(e.kind)}`);
+  if (!Number.isInteger(e.mode) || e.mode < 0 || e.mode > 0o7777) bad(`mode ${e.mode} out of range`);
+  for (const [k, v] of [['uid', e.uid], ['gid', e.gid]] as const) {
+    if (!Number.isInteger(v) || v < 0 || v > U32) bad(`${k} ${v} out of range`);
+  }
+  if (!Number.isInteger(e.size) || e.size < 0 || e.size > MAX_SIZE) bad(`size ${e.size} out of range`);
+  for (const [k, v] of [['mtime', e.mtimeNs], ['ctime', e.ctimeNs]] as const) {
+    if (typeof v !== 'bigint' || v < I64_MIN || v > I64_MAX) bad(`${k} out of range`);
+  }
+  if (e.link !== undefined) {
+    if (!Number.isInteger(e.link) || e.link < 1 || e.link > U32) bad(`link id ${e.link} out of range`);
+    if (e.kind === 'dir') bad('a directory cannot be a hard link');
+  }
+  const has = { blocks: e.blocks !== undefined, tree: e.tree !== undefined, target: e.target !== undefined, rdev: e.rdev !== undefined };
+  const expect = { blocks: e.kind === 'file', tree: e.kind === 'dir', target: e.kind === 'symlink', rdev: e.kind === 'chardev' || e.kind === 'blockdev' };
+  for (const k of Object.keys(has) as Array<keyof typeof has>) {
+    if (has[k] !== expect[k]) bad(`${e.kind} ${expect[k] ? 'lacks' : 'must not have'} ${k}`);
+  }
+  if (e.kind === 'file') {
+    const blocks = e.blocks ?? [];
+    const want = blockRanges(e.size).length;
+    if (blocks.length !== want) bad(`${blocks.length} blocks for size ${e.size}, expected ${want}`);
+    for (const h of blocks) if (!HASH.test(h)) bad(`block hash ${JSON.stringify(h)} is not 64 hex digits`);
+  } else if (e.kind === 'dir') {
+    if (!HASH.test(e.tree ?? '')) bad(`tree hash ${JSON.stringify(e.tree)} is not 64 hex digits`);
+    if (e.size !== 0) bad('a directory has size 0');
+  } else if (e.kind === 'symlink') {
+    const t = e.target ?? '';
+    const n = Buffer.byteLength(t, 'utf8');
+    if (n === 0 || n > MAX_TARGET_BYTES) bad(`symlink target length ${n} out of range 1..${MAX_TARGET_BYTES}`);
+    if (t.includes('\0')) bad('symlink target contains NUL');
+    if (e.size !== n) bad(`symlink size ${e.size} differs from its target length ${n}`);
+  } else if (e.kind === 'chardev' || e.kind === 'blockdev') {
+    if (!Number.isInteger(e.rdev) || (e.rdev ?? -1) < 0 || (e.rdev ?? 0) > MAX_SIZE) bad(`rdev ${e.rdev} out of range`);
+    if (e.size !== 0) bad(`a ${e.kind} has size 0`);
+  } else if (e.size !== 0) {
+    bad(`a ${e.kind} has size 0`);
+  }
+  const xs = e.xattrs ?? [];
+  if (e.xattrs !== undefined && xs.length === 0) bad('empty xattr list must be omitted');
+  if (xs.length > MAX_XATTRS) bad(`more than ${MAX_XATTRS} xattrs`);
+  let prev: string | null = null;
+  for (const [name, value] of xs) {
+    const n = Buffer.byteLength(name, 'utf8');
+    if (n === 0 || n > MAX_XATTR_NAME_BYTES || name.includes('\0')) bad(`xattr name ${JSON.stringify(name)} invalid`);
+    if (!Buffer.isBuffer(value) || value.length > MAX_XATTR_VALUE_BYTES) bad(`xattr ${name} value too large or not bytes`);
+    if (prev !== null && compareNames(prev, name) >= 0) bad(`xattr names not sorted and unique at ${JSON.stringify(name)}`);
+    prev = name;
+  }
+}
+
+function validateTree(tree: Tree, what: string): void {
+  if (tree.entries.length > MAX_ENTRIES) throw new FormatError(what, `${tree.entries.length} entries, more than ${MAX_ENTRIES}`);
+  let prev: Buffer | null = null;
+  for (const e of tree.entries) {
+    validateEntry(e, what);
+    const nb = Buffer.from(e.name, 'utf8');
+    if (prev !== null && Buffer.compare(prev, nb) >= 0) {
+      throw new FormatError(what, `entries not sorted and unique at ${JSON.stringify(e.name)}`);
+    }
+    prev = nb;
+  }
+}
+
+class Writer {
+  private chunks: Buffer[] = [];
+  private cur = Buffer.allocUnsafe(64 * 1024);
+  private pos = 0;
+  private ensure(n: number): void {
+    if (this.pos + n <= this.cur.length) return;
+    this.chunks.push(this.cur.subarray(0, this.pos));
+    this.cur = Buffer.allocUnsafe(Math.max(64 * 1024, n));
+    this.pos = 0;
+  }
+  u8(v: number): void {
+    this.ensure(1);
+    this.cur.writeUInt8(v, this.pos);
+    this.pos += 1;
+  }
+  u16(v: number): void {
+    this.ensure(2);
+    this.cur.writeUInt16LE(v, this.pos);
+    this.pos += 2;
+  }
+  u32(v: number): void {
+    this.ensure(4);
+    this.cur.writeUInt32LE(v, this.pos);
+    this.pos += 4;
+  }
+  u64(v: number): void {
+    this.ensure(8);
+    this.cur.writeBigUInt64LE(BigInt(v), this.pos);
+    this.pos += 8;
+  }
+  i64(v: bigint): void {
+    this.ensure(8);
+    this.cur.writeBigInt64LE(v, this.pos);
+    this.pos += 8;
+  }
+  bytes(b: Buffer): void {
+    this.ensure(b.length);
+    b.copy(this.cur, this.pos);
+    this.pos += b.length;
+  }
+  done(): Buffer {
+    this.chunks.push(this.cur.subarray(0, this.pos));
+    return Buffer.concat(this.chunks);
+  }
+}
+
+class Reader {
+  pos = 0;
+  constructor(private readonly buf: Buffer, private readonly what: string) {}
+  private need(n: number): void {
+    if (this.pos + n > this.buf.length) throw new FormatError(this.what, `truncated at byte ${this.pos} (needs ${n} more)`);
+  }
+  u8(): number {
+    this.need(1);
+    return this.buf.readUInt8(this.pos++);
+  }
+  u16(): number {
+    this.need(2);
+    const v = this.buf.readUInt16LE(this.pos);
+    this.pos += 2;
+    return v;
+  }
+  u32(): number {
+    this.need(4);
+    const v = this.buf.readUInt32LE(this.pos);
+    this.pos += 4;
+    return v;
+  }
+  u64(): number {
+    this.need(8);
+    const v = this.buf.readBigUInt64LE(this.pos);
+    this.pos += 8;
+    if (v > BigInt(MAX_SIZE)) throw new FormatError(this.what, `64-bit value ${v} at byte ${this.pos - 8} exceeds 2^53-1`);
+    return Number(v);
+  }
+  i64(): bigint {
+    this.need(8);
+    const v = this.buf.readBigInt64LE(this.pos);
+    this.pos += 8;
+    return v;
+  }
+  bytes(n: number): Buffer {
+    this.need(n);
+    const b = this.buf.subarray(this.pos, this.pos + n);
+    this.pos += n;
+    return b;
+  }
+  text(n: number, field: string): string {
+    const b = this.bytes(n);
+    try {
+      return utf8.decode(b);
+    } catch {
+      throw new FormatError(this.what, `${field} at byte ${this.pos - n} is not valid UTF-8`);
+    }
+  }
+  get remaining(): number {
+    return this.buf.length - this.pos;
+  }
+}
+
+/** Encodes a tree. Throws FormatError if the tree is invalid (so an invalid tree is never stored). */
+export function encodeTree(tree: Tree): Buffer {
+  validateTree(tree, 'tree to encode');
+  const w = new Writer();
+  w.bytes(TREE_MAGIC);
+  w.u8(TREE_VERSION);
+  w.u32(tree.entries.length);
+  for (const e of tree.entries) {
+    const name = Buffer.from(e.name, 'utf8');
+    w.u8(KIND_CODES[e.kind]);
+    w.u16(name.length);
+    w.bytes(name);
+    w.u16(e.mode);
+    w.u32(e.uid);
+    w.u32(e.gid);
+    w.u64(e.size);
+    w.i64(e.mtimeNs);
+    w.i64(e.ctimeNs);
+    w.u32(e.link ?? 0);
+    switch (e.kind) {
+      case 'file':
+        for (const h of e.blocks ?? []) w.bytes(Buffer.from(h, 'hex'));
+        break;
+      case 'dir':
+        w.bytes(Buffer.from(e.tree ?? '', 'hex'));
+        break;
+      case 'symlink': {
+        const t = Buffer.from(e.target ?? '', 'utf8');
+        w.u16(t.length);
+        w.bytes(t);
+        break;
+      }
+      case 'chardev':
+      case 'blockdev':
+        w.u64(e.rdev ?? 0);
+        break;
+      default:
+        break;
+    }
+    const xs = e.xattrs ?? [];
+    w.u16(xs.length);
+    for (const [n, v] of xs) {
+      const nb = Buffer.from(n, 'utf8');
+      w.u8(nb.length);
+      w.bytes(nb);
+      w.u32(v.length);
+      w.bytes(v);
+    }
+  }
+  return w.done();
+}
+
+/** Decodes and validates a tree. `hashForErrors` names the object in error messages. */
+export function decodeTree(buf: Buffer, hashForErrors?: string): Tree {
+  const what = hashForErrors ? `tree ${hashForErrors}` : 'tree';
+  const r = new Reader(buf, what);
+  if (buf.length < 4 || !buf.subarray(0, 4).equals(TREE_MAGIC)) throw new FormatError(what, 'not a tree (bad magic)');
+  r.bytes(4);
+  const version = r.u8();
+  if (version !== TREE_VERSION) throw new FormatError(what, `unsupported tree version ${version} (this homefs reads version ${TREE_VERSION})`);
+  const count = r.u32();
+  if (count > MAX_ENTRIES) throw new FormatError(what, `${count} entries, more than ${MAX_ENTRIES}`);
+  // Every entry takes at least 44 bytes: reject absurd counts before allocating anything for them.
+  if (count * 44 > r.remaining) throw new FormatError(what, `${count} entries cannot fit in ${r.remaining} bytes`);
+  const entries: TreeEntry[] = [];
+  for (let i = 0; i < count; i++) {
+    const code = r.u8();
+    const kind = KINDS[code];
+    if (kind === undefined) throw new FormatError(what, `entry ${i}: unknown kind code ${code}`);
+    const nameLen = r.u16();
+    if (nameLen === 0 || nameLen > MAX_NAME_BYTES) throw new FormatError(what, `entry ${i}: name length ${nameLen} out of range 1..${MAX_NAME_BYTES}`);
+    const name = r.text(nameLen, `entry ${i} name`);
+    const mode = r.u16();
+    const uid = r.u32();
+    const gid = r.u32();
+    const size = r.u64();
+    const mtimeNs = r.i64();
+    const ctimeNs = r.i64();
+    const link = r.u32();
+    const e: TreeEntry = { name, kind, mode, uid, gid, size, mtimeNs, ctimeNs };
+    if (link !== 0) e.link = link;
+    switch (kind) {
+      case 'file': {
+        const n = blockRanges(size).length;
+        const blocks: string[] = [];
+        for (let b = 0; b < n; b++) blocks.push(r.bytes(32).toString('hex'));
+        e.blocks = blocks;
+        break;
+      }
+      case 'dir':
+        e.tree = r.bytes(32).toString('hex');
+        break;
+      case 'symlink': {
+        const n = r.u16();
+        if (n === 0 || n > MAX_TARGET_BYTES) throw new FormatError(what, `entry ${JSON.stringify(name)}: symlink target length ${n} out of range`);
+        e.target = r.text(n, `entry ${JSON.stringify(name)} symlink target`);
+        break;
+      }
+      case 'chardev':
+      case 'blockdev':
+        e.rdev = r.u64();
+        break;
+      default:
+        break;
+    }
+    const nx = r.u16();
+    if (nx > MAX_XATTRS) throw new FormatError(what, `entry ${JSON.stringify(name)}: ${nx} xattrs, more than ${MAX_XATTRS}`);
+    if (nx > 0) {
+      const xs: Array<[string, Buffer]> = [];
+      for (let x = 0; x < nx; x++) {
+        const nl = r.u8();
+        const xn = r.text(nl, `entry ${JSON.stringify(name)} xattr name`);
+        const vl = r.u32();
+        if (vl > MAX_XATTR_VALUE_BYTES) throw new FormatError(what, `entry ${JSON.stringify(name)}: xattr ${xn} value of ${vl} bytes`);
+        xs.push([xn, Buffer.from(r.bytes(vl))]);
+      }
+      e.xattrs = xs;
+    }
+    entries.push(e);
+  }
+  if (r.remaining !== 0) throw new FormatError(what, `${r.remaining} trailing bytes`);
+  const tree = { entries };
+  validateTree(tree, what);
+  return tree;
+}
+
+interface SnapshotJson {
+  version: number;
+  root: string;
+  parent: string | null;
+  home: string;
+  time: string;
+  host: string;
+  stats: { files: number; dirs: number; bytes: number };
+  reason?: string;
+}
+
+const HOME_REF = /^[a-z0-9][a-z0-9._-]{0,62}\/[a-z0-9][a-z0-9._-]{0,62}$/;
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
+
+function validateSnapshot(s: Snapshot, what: string): void {
+  const bad = (d: string): never => {
+    throw new FormatError(what, d);
+  };
+  if (!HASH.test(s.root)) bad(`root ${JSON.stringify(s.root)} is not 64 hex digits`);
+  if (s.parent !== null && !HASH.test(s.parent)) bad(`parent ${JSON.stringify(s.parent)} is not 64 hex digits`);
+  if (typeof s.home !== 'string' || !HOME_REF.test(s.home) || s.home.includes('..')) bad(`home ${JSON.stringify(s.home)} is not org/home`);
+  if (typeof s.time !== 'string' || !ISO_TIME.test(s.time) || Number.isNaN(Date.parse(s.time))) bad(`time ${JSON.stringify(s.time)} is not ISO-8601 UTC`);
+  if (typeof s.host !== 'string' || s.host.length > 255 || /[\0-\x1f]/.test(s.host)) bad('host is not a printable string of at most 255 characters');
+  const st = s.stats;
+  if (typeof st !== 'object' || st === null) bad('stats missing');
+  for (const k of ['files', 'dirs', 'bytes'] as const) {
+    const v = st[k];
+    if (!Number.isInteger(v) || v < 0 || v > MAX_SIZE) bad(`stats.${k} ${String(v)} out of range`);
+  }
+  if (s.reason !== undefined && (typeof s.reason !== 'string' || !/^[a-z-]{1,32}$/.test(s.reason))) bad(`reason ${JSON.stringify(s.reason)} invalid`);
+}
+
+function canonicalSnapshot(s: Snapshot): SnapshotJson {
+  const j: SnapshotJson = {
+    version: SNAPSHOT_VERSION,
+    root: s.root,
+    parent: s.parent,
+    home: s.home,
+    time: s.time,
+    host: s.host,
+    stats: { files: s.stats.files, dirs: s.stats.dirs, bytes: s.stats.bytes },
+  };
+  if (s.reason !== undefined) j.reason = s.reason;
+  return j;
+}
+
+/** Canonical JSON of a snapshot: fixed key order, no whitespace, UTF-8, trailing newline. */
+export function encodeSnapshot(s: Snapshot): Buffer {
+  validateSnapshot(s, 'snapshot to encode');
+  return Buffer.from(JSON.stringify(canonicalSnapshot(s)) + '\n', 'utf8');
+}
+
+export function decodeSnapshot(buf: Buffer, idForErrors?: string): Snapshot {
+  const what = idForErrors ? `snapshot ${idForErrors}` : 'snapshot';
+  if (buf.length > 64 * 1024) throw new FormatError(what, `${buf.length} bytes, more than 64 KiB`);
+  let j: unknown;
+  try {
+    j = JSON.parse(utf8.decode(buf));
+  } catch {
+    throw new FormatError(what, 'not UTF-8 JSON');
+  }
+  if (typeof j !== 'object' || j === null || Array.isArray(j)) throw new FormatError(what, 'not a JSON object');
+  const o = j as Record<string, unknown>;
+  if (o.version !== SNAPSHOT_VERSION) throw new FormatError(what, `unsupported snapshot version ${JSON.stringify(o.version)} (this homefs reads version ${SNAPSHOT_VERSION})`);
+  const stats = (typeof o.stats === 'object' && o.stats !== null ? o.stats : {}) as Record<string, unknown>;
+  const s: Snapshot = {
+    root: o.root as string,
+    parent: o.parent as string | null,
+    home: o.home as string,
+    time: o.time as string,
+    host: o.host as string,
+    stats: { files: stats.files as number, dirs: stats.dirs as number, bytes: stats.bytes as number },
+  };
+  if (o.reason !== undefined) s.reason = o.reason as string;
+  validateSnapshot(s, what);
+  if (!encodeSnapshot(s).equals(buf)) throw new FormatError(what, 'not in canonical form (unknown fields, key order or whitespace)');
+  return s;
+}

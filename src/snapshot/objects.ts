@@ -1,0 +1,100 @@
+/**
+ * Typed, verified access to one org's content-addressed objects in a Store: blocks (file data), trees and
+ * snapshots. Every object read is hashed and compared with its key before anyone sees it (a mismatch is a
+ * `CorruptObjectError`, never served); trees and snapshots are also decoded and validated (codec.ts).
+ * Writes skip objects the store already has, so re-sealing unchanged content costs existence checks only.
+ *
+ * The org is fixed at construction: this class can only ever build keys under `<org>/` (keys.ts), which is
+ * what keeps tenants apart even when a caller knows another org's hashes.
+ */
+import { hashBuffer } from '../hash/blake3.js';
+import { assertHash, blockKey, metaKey } from '../store/keys.js';
+import type { Store } from '../store/store.js';
+import { CorruptObjectError, NotFoundError, UserError } from '../util/errors.js';
+import { validateName } from '../util/names.js';
+import { decodeSnapshot, decodeTree, encodeSnapshot, encodeTree } from './codec.js';
+import type { Snapshot, Tree } from './types.js';
+
+export class ObjectStore {
+  constructor(readonly store: Store, readonly org: string) {
+    validateName('org', org);
+  }
+
+  /** The verified bytes of block `hash`. NotFoundError if absent, CorruptObjectError if they do not match. */
+  async getBlock(hash: string): Promise<Buffer> {
+    const key = blockKey(this.org, hash);
+    const data = await this.store.get(key);
+    if (hashBuffer(data) !== hash) throw new CorruptObjectError(key);
+    return data;
+  }
+
+  /** Stores a block; `hash` must be the BLAKE3 of `data` (the caller just computed it). */
+  async putBlock(hash: string, data: Buffer): Promise<void> {
+    await this.store.put(blockKey(this.org, hash), data);
+  }
+
+  /** The subset of `hashes` whose blocks are not in the store (duplicates collapsed). */
+  async missingBlocks(hashes: readonly string[]): Promise<Set<string>> {
+    const unique = [...new Set(hashes)];
+    const present = await this.store.has(unique.map((h) => blockKey(this.org, h)));
+    return new Set(unique.filter((h) => !present.has(blockKey(this.org, h))));
+  }
+
+  private async getMeta(hash: string): Promise<Buffer> {
+    const key = metaKey(this.org, hash);
+    const data = await this.store.get(key);
+    if (hashBuffer(data) !== hash) throw new CorruptObjectError(key);
+    return data;
+  }
+
+  private async putMeta(data: Buffer): Promise<string> {
+    const hash = hashBuffer(data);
+    const key = metaKey(this.org, hash);
+    if (!(await this.store.has([key])).has(key)) await this.store.put(key, data);
+    return hash;
+  }
+
+  async getTree(hash: string): Promise<Tree> {
+    return decodeTree(await this.getMeta(hash), hash);
+  }
+
+  /** Stores a tree (unless present) and returns its hash. */
+  async putTree(tree: Tree): Promise<string> {
+    return this.putMeta(encodeTree(tree));
+  }
+
+  async getSnapshot(id: string): Promise<Snapshot> {
+    return decodeSnapshot(await this.getMeta(id), id);
+  }
+
+  /** Stores a snapshot (unless present) and returns its id (the BLAKE3 of its encoding). */
+  async putSnapshot(s: Snapshot): Promise<string> {
+    return this.putMeta(encodeSnapshot(s));
+  }
+
+  /**
+   * The full id of the snapshot whose id starts with `prefix` (at least 6 hex digits). Lists the meta
+   * objects with that prefix and keeps the snapshots among them. UserError when none or several match.
+   */
+  async resolveSnapshot(prefix: string): Promise<string> {
+    if (!/^[0-9a-f]{6,64}$/.test(prefix)) throw new UserError(`invalid snapshot '${prefix}': expected 6-64 lowercase hex digits`);
+    if (prefix.length === 64) {
+      assertHash(prefix);
+      return prefix;
+    }
+    const found: string[] = [];
+    for await (const o of this.store.list(`${this.org}/meta/${prefix.slice(0, 2)}/${prefix}`, 64)) {
+      const hash = o.key.slice(o.key.lastIndexOf('/') + 1);
+      try {
+        await this.getSnapshot(hash);
+        found.push(hash);
+      } catch (e) {
+        if (e instanceof NotFoundError || e instanceof UserError) continue; // a tree, or gone
+        throw e;
+      }
+    }
+    if (found.length === 0) throw new UserError(`no snapshot ${prefix} in org ${this.org}`);
+    if (found.length > 1) throw new UserError(`snapshot prefix ${prefix} is ambiguous (${found.length} matches); give more digits`);
+    return found[0] as string;
+  }
+}

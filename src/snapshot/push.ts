@@ -1,0 +1,343 @@
+/**
+ * Push: snapshot a plain directory into the store (the first sync of a grown home, or a backup).
+ *
+ * Four passes, each bounded: scan (readdir + lstat, excludes applied, names validated), xattrs (one
+ * batched helper process), content (stream-hash every distinct file inode block by block and upload only
+ * the blocks the org lacks), then trees bottom-up, the snapshot, and HEAD advanced from the generation the
+ * push started from. Objects are always written before anything that references them, so a crash or a
+ * lost HEAD race leaves the previous HEAD intact and the new objects as collectable orphans.
+ *
+ * Hard links (same dev:ino inside the tree) share one `link` id, assigned in depth-first name order so the
+ * same tree always encodes the same way. A file that changes while it is hashed is re-read (up to 3 times).
+ * Sockets are skipped (they mean nothing on another host) and counted in `skipped`.
+ */
+import { lstat, readdir, readlink } from 'node:fs/promises';
+import type { BigIntStats } from 'node:fs';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+import { blockRanges, hashFileBlocks } from '../hash/blake3.js';
+import type { Store } from '../store/store.js';
+import { mapLimit, Semaphore } from '../util/concurrency.js';
+import { UserError } from '../util/errors.js';
+import { compareNames, nameProblem } from './codec.js';
+import { Excludes } from './excludes.js';
+import { advanceHead, readHead, type HeadRecord } from './heads.js';
+import { ObjectStore } from './objects.js';
+import { OsHelper } from './oshelper.js';
+import type { EntryKind, TreeEntry } from './types.js';
+
+export interface PushProgress {
+  phase: 'scan' | 'content' | 'trees' | 'done';
+  files: number;
+  filesTotal: number;
+  bytesHashed: number;
+  bytesTotal: number;
+  bytesUploaded: number;
+  blocksNew: number;
+}
+
+export interface PushOptions {
+  /** Exclude patterns (config.ts `excludePatterns()`); none when absent. */
+  excludes?: readonly string[];
+  /** Files hashed and uploaded at once (default 8; each holds at most one 8 MiB block). */
+  parallelism?: number;
+  /** Read and store xattrs (default true; needs python3). */
+  xattrs?: boolean;
+  /** The HEAD this push starts from; read from the store when undefined. */
+  fromHead?: HeadRecord | null;
+  host?: string;
+  reason?: string;
+  onProgress?: (p: PushProgress) => void;
+}
+
+export interface PushResult {
+  snapshot: string;
+  gen: number;
+  parent: string | null;
+  files: number;
+  dirs: number;
+  bytes: number;
+  blocks: number;
+  blocksNew: number;
+  bytesHashed: number;
+  bytesUploaded: number;
+  excluded: number;
+  skipped: number;
+  seconds: number;
+}
+
+interface Node {
+  name: string;
+  rel: string;
+  abs: string;
+  kind: EntryKind;
+  st: BigIntStats;
+  depth: number;
+  children?: Node[];
+  target?: string;
+  xattrs?: Array<[string, Buffer]>;
+  size: number;
+  blocks?: string[];
+  tree?: string;
+  link?: number;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function kindOf(st: BigIntStats): EntryKind | null {
+  if (st.isFile()) return 'file';
+  if (st.isDirectory()) return 'dir';
+  if (st.isSymbolicLink()) return 'symlink';
+  if (st.isFIFO()) return 'fifo';
+  if (st.isCharacterDevice()) return 'chardev';
+  if (st.isBlockDevice()) return 'blockdev';
+  return null; // sockets
+}
+
+class Pusher {
+  private readonly io = new Semaphore(64);
+  private readonly excludes: Excludes;
+  private readonly uploads = new Map<string, Promise<void>>();
+  readonly progress: PushProgress = { phase: 'scan', files: 0, filesTotal: 0, bytesHashed: 0, bytesTotal: 0, bytesUploaded: 0, blocksNew: 0 };
+  excluded = 0;
+  skipped = 0;
+
+  constructor(private readonly objects: ObjectStore, private readonly opts: PushOptions) {
+    this.excludes = new Excludes(opts.excludes ?? []);
+  }
+
+  private async limited<T>(fn: () => Promise<T>): Promise<T> {
+    const release = await this.io.acquire();
+    try {
+      return await fn();
+    } finally {
+      release();
+    }
+  }
+
+  async scan(dir: Node): Promise<void> {
+    const raw = await this.limited(() => readdir(dir.abs, { encoding: 'buffer' }));
+    const children: Node[] = [];
+    await Promise.all(
+      raw.map(async (b) => {
+        let name: string;
+        try {
+          name = utf8.decode(b);
+        } catch {
+          throw new UserError(`cannot push ${join(dir.abs, b.toString('latin1'))}: its name is not valid UTF-8`);
+        }
+        const rel = dir.rel ? `${dir.rel}/${name}` : name;
+        const problem = nameProblem(name);
+        if (problem) throw new UserError(`cannot push ${rel}: ${problem}`);
+        const abs = join(dir.abs, name);
+        const st = await this.limited(() => lstat(abs, { bigint: true }));
+        const kind = kindOf(st);
+        if (kind === null) {
+          this.skipped++;
+          return;
+        }
+        if (this.excludes.excluded(rel, kind === 'dir')) {
+          this.excluded++;
+          return;
+        }
+        const node: Node = { name, rel, abs, kind, st, depth: dir.depth + 1, size: 0 };
+        if (kind === 'symlink') {
+          node.target = await this.limited(() => readlink(abs));
+          node.size = Buffer.byteLength(node.target, 'utf8');
+        }
+        children.push(node);
+      }),
+    );
+    children.sort((a, b) => compareNames(a.name, b.name));
+    dir.children = children;
+    await Promise.all(children.filter((c) => c.kind === 'dir').map((c) => this.scan(c)));
+  }
+
+  private async ensureBlock(hash: string, data: Buffer): Promise<void> {
+    let p = this.uploads.get(hash);
+    if (!p) {
+      p = (async () => {
+        if ((await this.objects.missingBlocks([hash])).size === 0) return;
+        await this.objects.putBlock(hash, data);
+        this.progress.blocksNew++;
+        this.progress.bytesUploaded += data.length;
+      })();
+      this.uploads.set(hash, p);
+    }
+    await p;
+  }
+
+  /** Hashes and uploads one file; re-reads it if it changed meanwhile. Sets node.size/blocks/st. */
+  async content(node: Node): Promise<void> {
+    let before = node.st;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const res = await hashFileBlocks(node.abs, async (block, data) => {
+        this.progress.bytesHashed += data.length;
+        await this.ensureBlock(block.hash, data);
+      });
+      const after = await lstat(node.abs, { bigint: true });
+      const stable = after.mtimeNs === before.mtimeNs && after.size === before.size && Number(after.size) === res.size;
+      if (stable && res.blocks.length === blockRanges(res.size).length) {
+        node.st = after;
+        node.size = res.size;
+        node.blocks = res.blocks.map((b) => b.hash);
+        return;
+      }
+      before = after;
+    }
+    throw new UserError(`cannot push ${node.rel}: it keeps changing while it is read; stop the writer and retry`);
+  }
+
+  entry(n: Node): TreeEntry {
+    const e: TreeEntry = {
+      name: n.name,
+      kind: n.kind,
+      mode: Number(n.st.mode & 0o7777n),
+      uid: Number(n.st.uid),
+      gid: Number(n.st.gid),
+      size: n.kind === 'file' || n.kind === 'symlink' ? n.size : 0,
+      mtimeNs: n.st.mtimeNs,
+      ctimeNs: n.st.ctimeNs,
+    };
+    if (n.xattrs && n.xattrs.length > 0) e.xattrs = n.xattrs;
+    if (n.kind === 'file') e.blocks = n.blocks ?? [];
+    if (n.kind === 'dir') e.tree = n.tree;
+    if (n.kind === 'symlink') e.target = n.target;
+    if (n.kind === 'chardev' || n.kind === 'blockdev') e.rdev = Number(n.st.rdev);
+    if (n.link !== undefined) e.link = n.link;
+    return e;
+  }
+
+  emit(): void {
+    this.opts.onProgress?.({ ...this.progress });
+  }
+}
+
+function flatten(root: Node): Node[] {
+  const out: Node[] = [];
+  const visit = (n: Node): void => {
+    for (const c of n.children ?? []) {
+      out.push(c);
+      if (c.kind === 'dir') visit(c);
+    }
+  };
+  visit(root);
+  return out;
+}
+
+/** Snapshots directory `dir` as a new HEAD of `org/home`. Throws HeadConflictError if HEAD moved meanwhile. */
+export async function pushDirectory(dir: string, store: Store, org: string, home: string, opts: PushOptions = {}): Promise<PushResult> {
+  const t0 = performance.now();
+  const objects = new ObjectStore(store, org);
+  const abs = resolve(dir);
+  let rootSt: BigIntStats;
+  try {
+    rootSt = await lstat(abs, { bigint: true });
+  } catch {
+    throw new UserError(`cannot push ${dir}: no such directory`);
+  }
+  if (!rootSt.isDirectory()) throw new UserError(`cannot push ${dir}: not a directory`);
+  const head = opts.fromHead !== undefined ? opts.fromHead : await readHead(store, org, home);
+
+  const p = new Pusher(objects, opts);
+  const root: Node = { name: '', rel: '', abs, kind: 'dir', st: rootSt, depth: 0, size: 0 };
+  p.emit();
+  await p.scan(root);
+  const nodes = flatten(root);
+
+  if (opts.xattrs !== false) {
+    const helper = OsHelper.start();
+    try {
+      const xs = await helper.getXattrs(nodes.map((n) => n.abs));
+      nodes.forEach((n, i) => {
+        const x = xs[i];
+        if (x && x.length > 0) n.xattrs = x;
+      });
+    } finally {
+      await helper.close();
+    }
+  }
+
+  // Hard links: entries of one inode (seen at least twice in this tree) share a link id, in walk order.
+  const inodeKey = (n: Node): string => `${n.st.dev}:${n.st.ino}`;
+  const seen = new Map<string, number>();
+  for (const n of nodes) if (n.kind !== 'dir' && n.st.nlink > 1n) seen.set(inodeKey(n), (seen.get(inodeKey(n)) ?? 0) + 1);
+  const linkIds = new Map<string, number>();
+  for (const n of nodes) {
+    const k = inodeKey(n);
+    if (n.kind === 'dir' || (seen.get(k) ?? 0) < 2) continue;
+    if (!linkIds.has(k)) linkIds.set(k, linkIds.size + 1);
+    n.link = linkIds.get(k);
+  }
+
+  const byInode = new Map<string, Node[]>();
+  for (const n of nodes) {
+    if (n.kind !== 'file') continue;
+    const group = byInode.get(inodeKey(n));
+    if (group) group.push(n);
+    else byInode.set(inodeKey(n), [n]);
+  }
+  const groups = [...byInode.values()];
+  p.progress.phase = 'content';
+  p.progress.filesTotal = groups.length;
+  p.progress.bytesTotal = groups.reduce((s, g) => s + Number((g[0] as Node).st.size), 0);
+  p.emit();
+  await mapLimit(groups, opts.parallelism ?? 8, async (group) => {
+    const first = group[0] as Node;
+    await p.content(first);
+    for (const other of group.slice(1)) {
+      other.st = first.st;
+      other.size = first.size;
+      other.blocks = first.blocks;
+    }
+    p.progress.files++;
+    p.emit();
+  });
+
+  p.progress.phase = 'trees';
+  p.emit();
+  const dirs = [root, ...nodes.filter((n) => n.kind === 'dir')];
+  const maxDepth = dirs.reduce((m, d) => Math.max(m, d.depth), 0);
+  for (let depth = maxDepth; depth >= 0; depth--) {
+    await mapLimit(
+      dirs.filter((d) => d.depth === depth),
+      16,
+      async (d) => {
+        d.tree = await objects.putTree({ entries: (d.children ?? []).map((c) => p.entry(c)) });
+      },
+    );
+  }
+
+  const stats = {
+    files: nodes.filter((n) => n.kind !== 'dir').length,
+    dirs: dirs.length - 1,
+    bytes: groups.reduce((s, g) => s + (g[0] as Node).size, 0),
+  };
+  const snapshot = await objects.putSnapshot({
+    root: root.tree as string,
+    parent: head?.snapshot ?? null,
+    home: `${org}/${home}`,
+    time: new Date().toISOString(),
+    host: opts.host ?? hostname(),
+    stats,
+    reason: opts.reason ?? 'push',
+  });
+  const gen = await advanceHead(store, org, home, head?.gen ?? null, snapshot);
+  p.progress.phase = 'done';
+  p.emit();
+  return {
+    snapshot,
+    gen,
+    parent: head?.snapshot ?? null,
+    files: stats.files,
+    dirs: stats.dirs,
+    bytes: stats.bytes,
+    blocks: groups.reduce((s, g) => s + ((g[0] as Node).blocks?.length ?? 0), 0),
+    blocksNew: p.progress.blocksNew,
+    bytesHashed: p.progress.bytesHashed,
+    bytesUploaded: p.progress.bytesUploaded,
+    excluded: p.excluded,
+    skipped: p.skipped,
+    seconds: (performance.now() - t0) / 1000,
+  };
+}

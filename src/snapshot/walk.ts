@@ -1,0 +1,84 @@
+/**
+ * Reading a snapshot as a file tree: find which snapshot `org/home[@snap]` means, resolve a path to its
+ * entry, iterate a tree recursively, and stream a file's content block by block with every block verified.
+ * Errors name the path inside the snapshot, so "corrupted object ... (docs/a.txt)" tells the user what is
+ * lost. Used by ls, cat, pull, and later diff.
+ */
+import { CorruptObjectError, NotFoundError, UserError } from '../util/errors.js';
+import { readHead } from './heads.js';
+import type { ObjectStore } from './objects.js';
+import type { TreeEntry } from './types.js';
+
+/** The snapshot id `org/home@snap` refers to (HEAD when `snap` is absent). UserError if there is none. */
+export async function resolveHomeSnapshot(objects: ObjectStore, home: string, snap?: string): Promise<string> {
+  if (snap !== undefined) return objects.resolveSnapshot(snap);
+  const head = await readHead(objects.store, objects.org, home);
+  if (!head) throw new UserError(`home ${objects.org}/${home} has no snapshots in ${objects.store.url}`);
+  return head.snapshot;
+}
+
+export interface ResolvedPath {
+  /** Normalized path inside the snapshot ('' is the root). */
+  path: string;
+  /** The entry, or null for the root directory. */
+  entry: TreeEntry | null;
+  /** The tree hash when the path is a directory. */
+  tree: string | null;
+}
+
+/** Splits a user-given path inside a snapshot into components; rejects '..'. */
+export function pathComponents(path: string): string[] {
+  const parts = path.split('/').filter((p) => p !== '' && p !== '.');
+  if (parts.includes('..')) throw new UserError(`invalid path '${path}': '..' is not allowed inside a snapshot`);
+  return parts;
+}
+
+/** Resolves `path` from the root tree `root`, without following symlinks. UserError if it does not exist. */
+export async function resolvePath(objects: ObjectStore, root: string, path: string): Promise<ResolvedPath> {
+  const parts = pathComponents(path);
+  let tree: string | null = root;
+  let entry: TreeEntry | null = null;
+  for (let i = 0; i < parts.length; i++) {
+    const here = parts.slice(0, i).join('/');
+    if (tree === null) throw new UserError(`${here}: not a directory`);
+    const t = await objects.getTree(tree);
+    const name = parts[i];
+    const found = t.entries.find((e) => e.name === name);
+    if (!found) throw new UserError(`${parts.slice(0, i + 1).join('/')}: no such file or directory in the snapshot`);
+    entry = found;
+    tree = found.kind === 'dir' ? (found.tree ?? null) : null;
+  }
+  return { path: parts.join('/'), entry, tree };
+}
+
+export interface WalkItem {
+  path: string;
+  entry: TreeEntry;
+}
+
+/** Every entry below tree `hash`, depth first, parents before children, siblings in stored order. */
+export async function* walkTree(objects: ObjectStore, hash: string, prefix = ''): AsyncGenerator<WalkItem> {
+  const tree = await objects.getTree(hash);
+  for (const entry of tree.entries) {
+    const path = prefix ? `${prefix}/${entry.name}` : entry.name;
+    yield { path, entry };
+    if (entry.kind === 'dir' && entry.tree) yield* walkTree(objects, entry.tree, path);
+  }
+}
+
+/** A block of `path` fetched and verified; store errors are rethrown naming the path. */
+export async function getFileBlock(objects: ObjectStore, hash: string, path: string): Promise<Buffer> {
+  try {
+    return await objects.getBlock(hash);
+  } catch (e) {
+    if (e instanceof CorruptObjectError) throw new CorruptObjectError(e.key, path);
+    if (e instanceof NotFoundError) throw new UserError(`block ${hash} of ${path} is missing from the store (${e.key})`);
+    throw e;
+  }
+}
+
+/** The content of a file entry, one verified block at a time. */
+export async function* fileContent(objects: ObjectStore, entry: TreeEntry, path: string): AsyncGenerator<Buffer> {
+  if (entry.kind !== 'file') throw new UserError(`${path}: not a regular file (${entry.kind})`);
+  for (const hash of entry.blocks ?? []) yield await getFileBlock(objects, hash, path);
+}
