@@ -1,0 +1,197 @@
+"""POSIX conformance, permission checks as a non-root user (uid/gid 65534 in a forked child): read, write,
+search and create permissions, sticky directories, owner-only chmod/chown/utimes, and setuid clearing
+on write. The kernel enforces these (default_permissions); the mount must report modes faithfully."""
+import errno
+import os
+import stat
+
+from lib.asserts import NOBODY, as_user, eq, read, true, user_errno, write
+from lib.harness import check
+from posix_meta import UTIME_NOW, utimensat
+
+
+def _open(path, flags, mode=0o644):
+    def f():
+        os.close(os.open(path, flags, mode))
+    return f
+
+
+@check('posix.perm.read_denied')
+def _(t):
+    write(t.p('f'), b'secret')
+    os.chmod(t.p('f'), 0o600)
+    user_errno(errno.EACCES, _open(t.p('f'), os.O_RDONLY), what='read a 0600 root file')
+    os.chmod(t.p('f'), 0o604)
+    user_errno(0, _open(t.p('f'), os.O_RDONLY), what='read a 0604 root file')
+
+
+@check('posix.perm.write_denied')
+def _(t):
+    write(t.p('f'), b'x')
+    os.chmod(t.p('f'), 0o644)
+    user_errno(errno.EACCES, _open(t.p('f'), os.O_WRONLY), what='write a 0644 root file')
+    user_errno(errno.EACCES, lambda: os.truncate(t.p('f'), 0), what='truncate a 0644 root file')
+    eq(read(t.p('f')), b'x', 'content untouched')
+
+
+@check('posix.perm.owner_bits_win')
+def _(t):
+    write(t.p('f'), b'x')
+    os.chown(t.p('f'), NOBODY, NOBODY)
+    os.chmod(t.p('f'), 0o077)  # owner has nothing even though others have everything
+    user_errno(errno.EACCES, _open(t.p('f'), os.O_RDONLY), what='owner with mode 0077')
+
+
+@check('posix.perm.group_bits')
+def _(t):
+    write(t.p('f'), b'x')
+    os.chown(t.p('f'), 0, NOBODY)
+    os.chmod(t.p('f'), 0o640)
+    user_errno(0, _open(t.p('f'), os.O_RDONLY), what='group read via gid')
+    user_errno(errno.EACCES, _open(t.p('f'), os.O_WRONLY), what='group write without w bit')
+
+
+@check('posix.perm.create_in_readonly_dir')
+def _(t):
+    os.mkdir(t.p('d'), 0o755)
+    user_errno(errno.EACCES, _open(t.p('d', 'f'), os.O_WRONLY | os.O_CREAT), what='create in a 0755 root dir')
+    user_errno(errno.EACCES, lambda: os.mkdir(t.p('d', 'x')), what='mkdir in a 0755 root dir')
+    user_errno(errno.EACCES, lambda: os.symlink('a', t.p('d', 's')), what='symlink in a 0755 root dir')
+    write(t.p('d', 'g'))
+    user_errno(errno.EACCES, lambda: os.unlink(t.p('d', 'g')), what='unlink in a 0755 root dir')
+    user_errno(errno.EACCES, lambda: os.rename(t.p('d', 'g'), t.p('d', 'h')), what='rename in a 0755 root dir')
+    eq(sorted(os.listdir(t.p('d'))), ['g'], 'dir untouched')
+
+
+@check('posix.perm.search_denied')
+def _(t):
+    os.mkdir(t.p('d'), 0o700)
+    write(t.p('d', 'f'), b'x')
+    os.chmod(t.p('d', 'f'), 0o666)
+    user_errno(errno.EACCES, lambda: os.stat(t.p('d', 'f')), what='stat through a 0700 dir')
+    user_errno(errno.EACCES, lambda: os.listdir(t.p('d')), what='list a 0700 dir')
+    os.chmod(t.p('d'), 0o711)
+    user_errno(0, lambda: os.stat(t.p('d', 'f')), what='stat through a 0711 dir')
+    user_errno(errno.EACCES, lambda: os.listdir(t.p('d')), what='list a 0711 dir')
+
+
+@check('posix.perm.owner_may_create')
+def _(t):
+    os.mkdir(t.p('d'), 0o755)
+    os.chown(t.p('d'), NOBODY, NOBODY)
+
+    def work():
+        fd = os.open(t.p('d', 'f'), os.O_WRONLY | os.O_CREAT, 0o600)
+        os.write(fd, b'mine')
+        os.close(fd)
+        os.mkdir(t.p('d', 'sub'))
+        os.rename(t.p('d', 'f'), t.p('d', 'sub', 'g'))
+    user_errno(0, work, what='create/mkdir/rename in own dir')
+    st = os.lstat(t.p('d', 'sub', 'g'))
+    eq((st.st_uid, st.st_gid), (NOBODY, NOBODY), 'new file owned by the creating user')
+    eq(read(t.p('d', 'sub', 'g')), b'mine', 'content')
+
+
+@check('posix.perm.sticky_dir')
+def _(t):
+    os.mkdir(t.p('tmp'), 0o1777)
+    os.chmod(t.p('tmp'), 0o1777)
+    write(t.p('tmp', 'roots'))
+    os.chmod(t.p('tmp', 'roots'), 0o666)
+    user_errno(errno.EPERM, lambda: os.unlink(t.p('tmp', 'roots')), what="unlink another user's file in a sticky dir")
+    user_errno(errno.EPERM, lambda: os.rename(t.p('tmp', 'roots'), t.p('tmp', 'x')), what="rename another's file in a sticky dir")
+
+    def own():
+        os.close(os.open(t.p('tmp', 'mine'), os.O_WRONLY | os.O_CREAT, 0o644))
+        os.unlink(t.p('tmp', 'mine'))
+    user_errno(0, own, what='create and unlink own file in a sticky dir')
+    true(os.path.exists(t.p('tmp', 'roots')), "root's file survived")
+
+
+@check('posix.perm.chmod_not_owner')
+def _(t):
+    write(t.p('f'))
+    os.chmod(t.p('f'), 0o666)
+    user_errno(errno.EPERM, lambda: os.chmod(t.p('f'), 0o777), what="chmod of root's file")
+    eq(oct(stat.S_IMODE(os.lstat(t.p('f')).st_mode)), oct(0o666), 'mode untouched')
+
+
+@check('posix.perm.chmod_owner')
+def _(t):
+    write(t.p('f'))
+    os.chown(t.p('f'), NOBODY, NOBODY)
+    user_errno(0, lambda: os.chmod(t.p('f'), 0o640), what='chmod of own file')
+    eq(oct(stat.S_IMODE(os.lstat(t.p('f')).st_mode)), oct(0o640), 'mode set by owner')
+
+
+@check('posix.perm.chmod_setgid_not_member')
+def _(t):
+    write(t.p('f'))
+    os.chown(t.p('f'), NOBODY, 0)
+    user_errno(0, lambda: os.chmod(t.p('f'), 0o2755), what='chmod g+s as non-member')
+    m = stat.S_IMODE(os.lstat(t.p('f')).st_mode)
+    true(not m & stat.S_ISGID, f'setgid kept by a non-member of the group ({m:o})')
+
+
+@check('posix.perm.chown_not_root')
+def _(t):
+    write(t.p('f'))
+    os.chown(t.p('f'), NOBODY, NOBODY)
+    user_errno(errno.EPERM, lambda: os.chown(t.p('f'), 0, -1), what='give a file away')
+    user_errno(errno.EPERM, lambda: os.chown(t.p('f'), -1, 0), what='chgrp to a group not a member of')
+    user_errno(0, lambda: os.chown(t.p('f'), NOBODY, NOBODY), what='chown to self (no-op)')
+
+
+@check('posix.perm.utimes')
+def _(t):
+    write(t.p('f'))
+    os.chmod(t.p('f'), 0o666)
+    user_errno(errno.EPERM, lambda: os.utime(t.p('f'), ns=(1, 1)), what='set explicit times on a non-owned file')
+    user_errno(0, lambda: utimensat(t.p('f'), (0, UTIME_NOW), (0, UTIME_NOW)), what='UTIME_NOW with write access')
+    os.chmod(t.p('f'), 0o644)
+    user_errno(errno.EACCES, lambda: utimensat(t.p('f'), (0, UTIME_NOW), (0, UTIME_NOW)),
+               what='UTIME_NOW without write access')
+
+
+@check('posix.perm.write_clears_setuid')
+def _(t):
+    write(t.p('f'), b'x')
+    os.chmod(t.p('f'), 0o6777)
+
+    def w():
+        fd = os.open(t.p('f'), os.O_WRONLY)
+        os.write(fd, b'y')
+        os.close(fd)
+    user_errno(0, w, what='write a 06777 file')
+    m = stat.S_IMODE(os.lstat(t.p('f')).st_mode)
+    true(not m & stat.S_ISUID, f'unprivileged write kept setuid ({m:o})')
+
+
+@check('posix.perm.exec')
+def _(t):
+    write(t.p('s'), b'#!/bin/sh\nexit 7\n')
+    os.chmod(t.p('s'), 0o644)
+
+    def run():
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.execv(t.p('s'), [t.p('s')])
+            except OSError as e:
+                os._exit(200 + e.errno)
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        return code - 200 if code >= 200 else (0 if code == 7 else 100 + code)
+    user_errno(errno.EACCES, run, what='exec a 0644 file')
+    os.chmod(t.p('s'), 0o755)
+    user_errno(0, run, what='exec a 0755 script')
+
+
+@check('posix.perm.root_overrides')
+def _(t):
+    write(t.p('f'), b'x')
+    os.chmod(t.p('f'), 0o000)
+    eq(read(t.p('f')), b'x', 'root reads a 0000 file')
+    os.mkdir(t.p('d'), 0o000)
+    write(t.p('d', 'g'))
+    true(as_user(lambda: os.stat(t.p('d', 'g'))) == errno.EACCES, 'nobody traverses a 0000 dir')
