@@ -1,0 +1,445 @@
+/**
+ * The block cache of one org on one host: every read of sealed content and every tree/snapshot fetch of a
+ * mount goes through it. Objects are content-addressed, so a cached object never goes stale; the only
+ * questions are where it is (memory, disk, store) and when to drop it.
+ *
+ * - Memory: an LRU (lru-cache) bounded by bytes, holding whole objects.
+ * - Disk: `<dir>/<kind>s/<h[0:2]>/<hash>` (diskfiles.ts), capped at `maxBytes` with LRU eviction driven by an
+ *   in-memory index (diskindex.ts) that `init()` rebuilds asynchronously from file sizes and mtimes (the
+ *   persisted, approximate last use). Several daemons of one org may share the directory: files appearing
+ *   or vanishing underneath are expected, a vanished file is a miss, a found one is adopted.
+ * - Store: a miss fetches the whole object once (single-flight: concurrent readers share one GET), within
+ *   `fetchTimeoutMs` (then `StoreUnavailableError`), verifies it against its BLAKE3 hash (a mismatch is a
+ *   `CorruptObjectError` and nothing is cached, so the next read tries the store again), and caches it.
+ *
+ * Whole-object reads from disk are re-verified (hashing is ~1 ms per 4 MiB); `read()` ranges of a file that
+ * is only on disk are served by open+pread without re-hashing the whole block, relying on the atomic,
+ * data-synced write of a file that was verified before it was written.
+ *
+ * Buffers returned by `get()` and `read()` may be views of cached memory: callers must not modify them.
+ */
+import type { Logger } from 'pino';
+import { LRUCache } from 'lru-cache';
+import { hashBuffer } from '../hash/blake3.js';
+import { assertHash, blockKey, metaKey } from '../store/keys.js';
+import type { Store } from '../store/store.js';
+import { CorruptObjectError, StoreUnavailableError, errorMessage } from '../util/errors.js';
+import { validateName } from '../util/names.js';
+import { DiskFiles, type ObjectKind } from './diskfiles.js';
+import { DiskIndex } from './diskindex.js';
+import { FetchSlots, type Release } from './fetchslots.js';
+
+export type { ObjectKind } from './diskfiles.js';
+
+export interface CacheStats {
+  /** Bytes and objects in the on-disk cache (as this daemon's index sees it). */
+  bytes: number;
+  entries: number;
+  /** Reads answered without the store (memoryHits + diskHits), and reads that needed a store fetch. */
+  hits: number;
+  misses: number;
+  /** Objects evicted from disk to stay under maxBytes. */
+  evictions: number;
+  /** Bytes fetched from the store, and the number of store GETs started. */
+  bytesFetched: number;
+  fetches: number;
+  /** Failed fetches: store errors, timeouts, corrupt objects. */
+  errors: number;
+  memoryBytes: number;
+  memoryEntries: number;
+  memoryHits: number;
+  diskHits: number;
+}
+
+export interface BlockCacheOptions {
+  /** This org's cache root, e.g. <cacheDir>/<org>; created 0700. */
+  dir: string;
+  store: Store;
+  org: string;
+  /** Cap of the on-disk cache in bytes. */
+  maxBytes: number;
+  /** Cap of the in-memory LRU in bytes (0 disables it). Default 256 MiB. */
+  memoryBytes?: number;
+  /** Store GETs in flight at most; prefetch uses at most half of them. Default 16. */
+  fetchParallelism?: number;
+  /** A fetch (waiting for a slot + the GET) that takes longer rejects with StoreUnavailableError. Default 30 s. */
+  fetchTimeoutMs?: number;
+  logger?: Logger;
+  /** BLAKE3 of a buffer as 64 hex digits; default hashes on the calling thread (pass a worker pool's). */
+  hash?: (data: Buffer) => string | Promise<string>;
+  /** Prefetch requests queued beyond this are dropped. Default 65536. */
+  maxPrefetchQueue?: number;
+}
+
+export const CACHE_DEFAULTS = {
+  memoryBytes: 256 * 1024 * 1024,
+  fetchParallelism: 16,
+  fetchTimeoutMs: 30_000,
+  maxPrefetchQueue: 65_536,
+  /** A file's mtime (its persisted last use) is refreshed at most this often. */
+  persistLastUseMs: 60_000,
+};
+
+type Source = 'disk' | 'store';
+interface Loaded {
+  data: Buffer;
+  source: Source;
+}
+type State = 'new' | 'open' | 'closed';
+
+export class BlockCache {
+  private readonly files: DiskFiles;
+  private readonly index = new DiskIndex();
+  private readonly memory: LRUCache<string, Buffer> | undefined;
+  /** Objects whose disk write is in progress: still readable while neither memory nor disk has them. */
+  private readonly writing = new Map<string, { data: Buffer; done: Promise<void> }>();
+  private readonly inflight = new Map<string, Promise<Loaded>>();
+  private readonly background = new Set<Promise<unknown>>();
+  private readonly slots: FetchSlots;
+  private readonly prefetchQueue: Array<{ kind: ObjectKind; hash: string }> = [];
+  private readonly prefetchQueued = new Set<string>();
+  private readonly hash: (data: Buffer) => string | Promise<string>;
+  private readonly timeoutMs: number;
+  private readonly maxPrefetchQueue: number;
+  private readonly log: Logger | undefined;
+  private state: State = 'new';
+  private counters = { hits: 0, misses: 0, evictions: 0, bytesFetched: 0, fetches: 0, errors: 0, memoryHits: 0, diskHits: 0 };
+
+  constructor(private readonly opts: BlockCacheOptions) {
+    validateName('org', opts.org);
+    if (!(opts.maxBytes >= 0)) throw new Error(`cache maxBytes must be >= 0, got ${opts.maxBytes}`);
+    this.files = new DiskFiles(opts.dir);
+    const memoryBytes = opts.memoryBytes ?? CACHE_DEFAULTS.memoryBytes;
+    this.memory = memoryBytes > 0
+      ? new LRUCache<string, Buffer>({ maxSize: memoryBytes, sizeCalculation: (b) => Math.max(1, b.length) })
+      : undefined;
+    const parallelism = Math.max(1, opts.fetchParallelism ?? CACHE_DEFAULTS.fetchParallelism);
+    this.slots = new FetchSlots(parallelism, Math.max(1, Math.floor(parallelism / 2)), () => this.pumpPrefetch());
+    this.hash = opts.hash ?? hashBuffer;
+    this.timeoutMs = opts.fetchTimeoutMs ?? CACHE_DEFAULTS.fetchTimeoutMs;
+    this.maxPrefetchQueue = opts.maxPrefetchQueue ?? CACHE_DEFAULTS.maxPrefetchQueue;
+    this.log = opts.logger;
+  }
+
+  /** Creates the directory (0700), builds the on-disk index (sizes + last use), removes stale temp files. */
+  async init(): Promise<void> {
+    if (this.state !== 'new') throw new Error(`BlockCache.init() called twice`);
+    await this.files.ensureDirs();
+    const scanned = await this.files.scan(Date.now());
+    scanned.sort((a, b) => a.mtimeMs - b.mtimeMs);
+    for (const f of scanned) this.index.add(cacheKey(f.kind, f.hash), f.size, f.mtimeMs);
+    this.state = 'open';
+    this.evict();
+    this.log?.debug({ op: 'cache.init', dir: this.opts.dir, entries: this.index.count, bytes: this.index.bytes }, 'block cache ready');
+  }
+
+  /** The whole object, BLAKE3-verified before it is returned or cached. */
+  async get(kind: ObjectKind, hash: string): Promise<Buffer> {
+    this.assertOpen();
+    assertHash(hash);
+    const k = cacheKey(kind, hash);
+    const mem = this.fromMemory(k);
+    if (mem) return mem;
+    return this.count(await this.flight(kind, hash, false));
+  }
+
+  /** `length` bytes at `offset` of block `hash` (fewer at its end, empty past it). */
+  async read(hash: string, offset: number, length: number): Promise<Buffer> {
+    this.assertOpen();
+    assertHash(hash);
+    if (!Number.isSafeInteger(offset) || offset < 0 || !Number.isSafeInteger(length) || length < 0) {
+      throw new Error(`bad range ${offset}+${length} of block ${hash}`);
+    }
+    const k = cacheKey('block', hash);
+    const mem = this.fromMemory(k);
+    if (mem) return mem.subarray(offset, offset + length);
+    const pending = this.inflight.get(k);
+    if (pending) return this.count(await pending).subarray(offset, offset + length);
+    try {
+      const r = await this.files.readRange('block', hash, offset, length);
+      if (r) {
+        this.counters.hits++;
+        this.counters.diskHits++;
+        this.touchOrAdopt('block', hash, r.size);
+        return r.data;
+      }
+      this.forget('block', hash); // vanished underneath (another daemon evicted it)
+    } catch (e) {
+      this.log?.warn({ op: 'cache.read', hash, err: errorMessage(e) }, 'cannot read cached block; fetching it again');
+    }
+    return this.count(await this.flight('block', hash, true)).subarray(offset, offset + length);
+  }
+
+  /** Fetches objects in the background with bounded concurrency; never throws, errors are counted and logged. */
+  prefetch(kind: ObjectKind, hashes: readonly string[]): void {
+    if (this.state !== 'open') return;
+    for (const hash of hashes) {
+      try {
+        assertHash(hash);
+      } catch (e) {
+        this.counters.errors++;
+        this.log?.warn({ op: 'cache.prefetch', hash, err: errorMessage(e) }, 'prefetch of an invalid hash ignored');
+        continue;
+      }
+      const k = cacheKey(kind, hash);
+      if (this.has(kind, hash) || this.inflight.has(k) || this.prefetchQueued.has(k)) continue;
+      if (this.prefetchQueue.length >= this.maxPrefetchQueue) {
+        this.log?.debug({ op: 'cache.prefetch', hash }, 'prefetch queue full; request dropped');
+        continue;
+      }
+      this.prefetchQueue.push({ kind, hash });
+      this.prefetchQueued.add(k);
+    }
+    this.pumpPrefetch();
+  }
+
+  /** In memory or on disk as far as this daemon knows, without any I/O. */
+  has(kind: ObjectKind, hash: string): boolean {
+    const k = cacheKey(kind, hash);
+    return (this.memory?.has(k) ?? false) || this.writing.has(k) || this.index.has(k);
+  }
+
+  /** Inserts content the caller already verified (e.g. a block it just sealed); resolves once it is on disk. */
+  async put(kind: ObjectKind, hash: string, data: Buffer): Promise<void> {
+    this.assertOpen();
+    assertHash(hash);
+    this.memory?.set(cacheKey(kind, hash), data);
+    await this.writeToDisk(kind, hash, data);
+  }
+
+  /** Resolves once every disk write, eviction and last-use update started so far has finished. */
+  async flush(): Promise<void> {
+    while (this.background.size > 0) await Promise.allSettled([...this.background]);
+  }
+
+  stats(): CacheStats {
+    return {
+      bytes: this.index.bytes,
+      entries: this.index.count,
+      ...this.counters,
+      memoryBytes: this.memory?.calculatedSize ?? 0,
+      memoryEntries: this.memory?.size ?? 0,
+    };
+  }
+
+  /** Drops queued prefetches, waits for fetches and disk writes in progress, releases memory. */
+  async close(): Promise<void> {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    this.prefetchQueue.length = 0;
+    this.prefetchQueued.clear();
+    await Promise.allSettled([...this.inflight.values()]);
+    await this.flush();
+    this.memory?.clear();
+  }
+
+  /** Disk keys from least to most recently used (tests and diagnostics). */
+  diskOrder(): string[] {
+    return this.index.keys();
+  }
+
+  // ---- internals ----
+
+  private assertOpen(): void {
+    if (this.state !== 'open') throw new Error(this.state === 'new' ? 'BlockCache.init() was not called' : 'BlockCache is closed');
+  }
+
+  private fromMemory(k: string): Buffer | undefined {
+    const data = this.memory?.get(k) ?? this.writing.get(k)?.data;
+    if (!data) return undefined;
+    this.counters.hits++;
+    this.counters.memoryHits++;
+    this.index.touch(k, Date.now());
+    return data;
+  }
+
+  /** Counts one answered read by where its object came from. */
+  private count(r: Loaded): Buffer {
+    if (r.source === 'disk') {
+      this.counters.hits++;
+      this.counters.diskHits++;
+    } else {
+      this.counters.misses++;
+    }
+    return r.data;
+  }
+
+  /** Single-flight load of one object; `release` is a background slot already held (prefetch). */
+  private flight(kind: ObjectKind, hash: string, skipDisk: boolean, release?: Release): Promise<Loaded> {
+    const k = cacheKey(kind, hash);
+    const existing = this.inflight.get(k);
+    if (existing) {
+      release?.();
+      return existing;
+    }
+    const p = this.load(kind, hash, skipDisk, release).finally(() => this.inflight.delete(k));
+    this.inflight.set(k, p);
+    return p;
+  }
+
+  private async load(kind: ObjectKind, hash: string, skipDisk: boolean, release?: Release): Promise<Loaded> {
+    try {
+      if (!skipDisk) {
+        const data = await this.loadFromDisk(kind, hash);
+        if (data) return { data, source: 'disk' };
+      }
+      const data = await this.fetch(kind, hash, release);
+      this.memory?.set(cacheKey(kind, hash), data);
+      void this.writeToDisk(kind, hash, data).catch(() => undefined);
+      return { data, source: 'store' };
+    } finally {
+      release?.();
+    }
+  }
+
+  /** The verified whole file, or undefined (absent, unreadable or corrupt: then removed). */
+  private async loadFromDisk(kind: ObjectKind, hash: string): Promise<Buffer | undefined> {
+    let data: Buffer | undefined;
+    try {
+      data = await this.files.readWhole(kind, hash);
+    } catch (e) {
+      this.log?.warn({ op: 'cache.get', kind, hash, err: errorMessage(e) }, 'cannot read cached object; fetching it again');
+      return undefined;
+    }
+    if (!data) {
+      this.forget(kind, hash);
+      return undefined;
+    }
+    if ((await this.hash(data)) !== hash) {
+      this.log?.warn({ op: 'cache.get', kind, hash, path: this.files.path(kind, hash) }, 'cached object is corrupt; removed, fetching it again');
+      this.forget(kind, hash);
+      this.track(this.files.remove(kind, hash), 'cache.remove');
+      return undefined;
+    }
+    this.touchOrAdopt(kind, hash, data.length);
+    this.memory?.set(cacheKey(kind, hash), data);
+    return data;
+  }
+
+  /** One store GET within the timeout (slot wait included), verified. */
+  private async fetch(kind: ObjectKind, hash: string, held?: Release): Promise<Buffer> {
+    const key = kind === 'block' ? blockKey(this.opts.org, hash) : metaKey(this.opts.org, hash);
+    const store = this.opts.store;
+    let timer: NodeJS.Timeout | undefined;
+    let timedOut = false;
+    let release = held;
+    const work = (async () => {
+      release ??= await this.slots.acquire();
+      if (timedOut) {
+        release();
+        throw new StoreUnavailableError(store.url, 'timed out waiting for a fetch slot');
+      }
+      this.counters.fetches++;
+      try {
+        const data = await store.get(key);
+        this.counters.bytesFetched += data.length;
+        return data;
+      } finally {
+        release();
+      }
+    })();
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        timedOut = true;
+        release?.(); // a hung GET must not hold its slot forever
+        reject(new StoreUnavailableError(store.url, `GET ${key} did not complete within ${this.timeoutMs} ms`));
+      }, this.timeoutMs);
+    });
+    work.catch(() => undefined); // its rejection is reported through the race, or nobody waits for it anymore
+    try {
+      const data = await Promise.race([work, timeout]);
+      if ((await this.hash(data)) !== hash) throw new CorruptObjectError(key);
+      return data;
+    } catch (e) {
+      this.counters.errors++;
+      this.log?.warn({ op: 'cache.fetch', key, err: errorMessage(e) }, 'fetch failed');
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private writeToDisk(kind: ObjectKind, hash: string, data: Buffer): Promise<void> {
+    const k = cacheKey(kind, hash);
+    const current = this.writing.get(k);
+    if (current) return current.done;
+    if (data.length > this.opts.maxBytes) return Promise.resolve(); // could never stay
+    const done = this.files.write(kind, hash, data).then(
+      () => {
+        this.index.add(k, data.length, Date.now());
+        this.evict(k);
+      },
+      (e: unknown) => {
+        this.log?.warn({ op: 'cache.write', kind, hash, err: errorMessage(e) }, 'cannot write to the block cache');
+        throw e;
+      },
+    ).finally(() => this.writing.delete(k));
+    this.writing.set(k, { data, done });
+    this.track(done, 'cache.write');
+    return done;
+  }
+
+  private evict(keep?: string): void {
+    for (const e of this.index.evictTo(this.opts.maxBytes, keep)) {
+      this.counters.evictions++;
+      const { kind, hash } = parseKey(e.key);
+      this.track(this.files.remove(kind, hash), 'cache.evict');
+    }
+  }
+
+  /** Marks a disk object as used (adding it if another daemon wrote it) and persists its last use now and then. */
+  private touchOrAdopt(kind: ObjectKind, hash: string, size: number): void {
+    const k = cacheKey(kind, hash);
+    const now = Date.now();
+    const e = this.index.touch(k, now);
+    if (!e) {
+      this.index.add(k, size, now);
+      this.evict(k);
+      return;
+    }
+    if (now - e.persistedAt >= CACHE_DEFAULTS.persistLastUseMs) {
+      e.persistedAt = now;
+      this.track(this.files.setLastUse(kind, hash, now), 'cache.touch');
+    }
+  }
+
+  private forget(kind: ObjectKind, hash: string): void {
+    this.index.remove(cacheKey(kind, hash));
+  }
+
+  /** Keeps a background promise for flush()/close(); its failure is logged, never unhandled. */
+  private track(p: Promise<unknown>, op: string): void {
+    const t = p.catch((e: unknown) => this.log?.debug({ op, err: errorMessage(e) }, 'background cache operation failed'));
+    this.background.add(t);
+    void t.finally(() => this.background.delete(t));
+  }
+
+  private pumpPrefetch(): void {
+    while (this.state === 'open' && this.prefetchQueue.length > 0) {
+      const next = this.prefetchQueue[0];
+      if (!next) break;
+      const k = cacheKey(next.kind, next.hash);
+      if (this.has(next.kind, next.hash) || this.inflight.has(k)) {
+        this.prefetchQueue.shift();
+        this.prefetchQueued.delete(k);
+        continue;
+      }
+      const release = this.slots.tryAcquireBackground();
+      if (!release) break;
+      this.prefetchQueue.shift();
+      this.prefetchQueued.delete(k);
+      this.flight(next.kind, next.hash, false, release).catch((e: unknown) => {
+        this.log?.debug({ op: 'cache.prefetch', kind: next.kind, hash: next.hash, err: errorMessage(e) }, 'prefetch failed');
+      });
+    }
+  }
+}
+
+function cacheKey(kind: ObjectKind, hash: string): string {
+  return `${kind}/${hash}`;
+}
+
+function parseKey(key: string): { kind: ObjectKind; hash: string } {
+  const slash = key.indexOf('/');
+  return { kind: key.slice(0, slash) === 'meta' ? 'meta' : 'block', hash: key.slice(slash + 1) };
+}

@@ -1,0 +1,162 @@
+/**
+ * The files of the on-disk block cache: `<dir>/<kind>s/<h[0:2]>/<hash>`, written atomically (a temp file in
+ * the same directory, fdatasync, rename), so a reader — this daemon or another daemon of the same org
+ * sharing the directory — sees either nothing or the whole, already verified object. The data is synced
+ * before the rename because range reads of cached files are served without re-hashing the whole object:
+ * after a host crash a file must be complete or absent. The directory is not synced: a lost rename only
+ * loses a cache entry.
+ *
+ * Everything here is async (the mount's event loop must never block on disk) and tolerant of files that
+ * appear or vanish underneath (ENOENT is an answer, not an error).
+ */
+import { constants } from 'node:fs';
+import { mkdir, open, readdir, readFile, rename, rm, stat, unlink, utimes } from 'node:fs/promises';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { mapLimit } from '../util/concurrency.js';
+
+export type ObjectKind = 'block' | 'meta';
+export const KINDS: readonly ObjectKind[] = ['block', 'meta'];
+
+const HASH = /^[0-9a-f]{64}$/;
+const TEMP_PREFIX = '.tmp-';
+/** Temp files older than this are leftovers of a crashed writer (a live write takes milliseconds). */
+export const STALE_TEMP_MS = 15 * 60_000;
+
+export interface ScannedFile {
+  kind: ObjectKind;
+  hash: string;
+  size: number;
+  mtimeMs: number;
+}
+
+export function isEnoent(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}
+
+export class DiskFiles {
+  constructor(readonly dir: string) {}
+
+  path(kind: ObjectKind, hash: string): string {
+    return join(this.dir, `${kind}s`, hash.slice(0, 2), hash);
+  }
+
+  async ensureDirs(): Promise<void> {
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    for (const kind of KINDS) await mkdir(join(this.dir, `${kind}s`), { mode: 0o700 }).catch(ignoreExists);
+  }
+
+  /** Writes `data` atomically; replacing an existing file (same content) is harmless. */
+  async write(kind: ObjectKind, hash: string, data: Buffer): Promise<void> {
+    const dest = this.path(kind, hash);
+    const sub = join(this.dir, `${kind}s`, hash.slice(0, 2));
+    await mkdir(sub, { mode: 0o700 }).catch(ignoreExists);
+    const tmp = join(sub, `${TEMP_PREFIX}${process.pid}-${randomBytes(6).toString('hex')}`);
+    const fh = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+    try {
+      await fh.writeFile(data);
+      await fh.datasync();
+      await fh.close();
+      await rename(tmp, dest);
+    } catch (e) {
+      await fh.close().catch(() => undefined);
+      await rm(tmp, { force: true });
+      throw e;
+    }
+  }
+
+  /** The whole file, or undefined if it does not exist. */
+  async readWhole(kind: ObjectKind, hash: string): Promise<Buffer | undefined> {
+    try {
+      return await readFile(this.path(kind, hash));
+    } catch (e) {
+      if (isEnoent(e)) return undefined;
+      throw e;
+    }
+  }
+
+  /**
+   * `length` bytes at `offset` (fewer at the end of the file), or undefined if the file does not exist.
+   * Also returns the file's size so a caller that did not index it can.
+   */
+  async readRange(kind: ObjectKind, hash: string, offset: number, length: number): Promise<{ data: Buffer; size: number } | undefined> {
+    let fh;
+    try {
+      fh = await open(this.path(kind, hash), 'r');
+    } catch (e) {
+      if (isEnoent(e)) return undefined;
+      throw e;
+    }
+    try {
+      const size = (await fh.stat()).size;
+      const want = Math.max(0, Math.min(length, size - offset));
+      const buf = Buffer.allocUnsafe(want);
+      let got = 0;
+      while (got < want) {
+        const { bytesRead } = await fh.read(buf, got, want - got, offset + got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+      return { data: got === want ? buf : buf.subarray(0, got), size };
+    } finally {
+      await fh.close();
+    }
+  }
+
+  async remove(kind: ObjectKind, hash: string): Promise<void> {
+    await unlink(this.path(kind, hash)).catch((e: unknown) => {
+      if (!isEnoent(e)) throw e;
+    });
+  }
+
+  /** Sets the file's mtime to `timeMs` (its persisted last use); a vanished file is ignored. */
+  async setLastUse(kind: ObjectKind, hash: string, timeMs: number): Promise<void> {
+    const t = new Date(timeMs);
+    await utimes(this.path(kind, hash), t, t).catch((e: unknown) => {
+      if (!isEnoent(e)) throw e;
+    });
+  }
+
+  /**
+   * Lists every cached object with its size and mtime (its last use), asynchronously and with bounded
+   * parallelism. Removes stale temp files and ignores anything that is not a cache file.
+   */
+  async scan(now: number, parallelism = 64): Promise<ScannedFile[]> {
+    const out: ScannedFile[] = [];
+    for (const kind of KINDS) {
+      const kindDir = join(this.dir, `${kind}s`);
+      const subs = (await readdir(kindDir).catch(emptyOnEnoent)).filter((s) => /^[0-9a-f]{2}$/.test(s));
+      await mapLimit(subs, 8, async (sub) => {
+        const subDir = join(kindDir, sub);
+        const names = await readdir(subDir).catch(emptyOnEnoent);
+        await mapLimit(names, parallelism, async (name) => {
+          const p = join(subDir, name);
+          let st;
+          try {
+            st = await stat(p);
+          } catch (e) {
+            if (isEnoent(e)) return;
+            throw e;
+          }
+          if (name.startsWith(TEMP_PREFIX)) {
+            if (now - st.mtimeMs > STALE_TEMP_MS) await rm(p, { force: true });
+            return;
+          }
+          if (!st.isFile() || !HASH.test(name) || name.slice(0, 2) !== sub) return;
+          out.push({ kind, hash: name, size: st.size, mtimeMs: st.mtimeMs });
+        });
+      });
+    }
+    return out;
+  }
+}
+
+function ignoreExists(e: unknown): void {
+  if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+}
+
+function emptyOnEnoent(e: unknown): string[] {
+  if (isEnoent(e)) return [];
+  throw e;
+}

@@ -1,0 +1,139 @@
+/**
+ * Block cache basics: misses fetch once and hits do not, memory hits vs disk hits, ranges, put/has, stats,
+ * on-disk layout and modes.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { BlockCache } from '../src/cache/blockcache.js';
+import { NotFoundError } from '../src/util/errors.js';
+import { hashBuffer } from '../src/hash/blake3.js';
+import { ORG, CountingStore, addBlock, addMeta, withTempDir } from './cache-support.js';
+
+async function open(dir: string, store: CountingStore, memoryBytes?: number): Promise<BlockCache> {
+  const c = new BlockCache({ dir, store, org: ORG, maxBytes: 64 * 1024 * 1024, ...(memoryBytes === undefined ? {} : { memoryBytes }) });
+  await c.init();
+  return c;
+}
+
+test('a miss fetches once from the store, later gets are memory hits', async () => {
+  await withTempDir(async (dir) => {
+    const store = new CountingStore();
+    const b = await addBlock(store, 10_000);
+    const c = await open(join(dir, ORG), store);
+    assert.deepEqual(await c.get('block', b.hash), b.data);
+    assert.deepEqual(await c.get('block', b.hash), b.data);
+    assert.equal(store.getCount(b.key), 1);
+    const s = c.stats();
+    assert.equal(s.misses, 1);
+    assert.equal(s.hits, 1);
+    assert.equal(s.memoryHits, 1);
+    assert.equal(s.fetches, 1);
+    assert.equal(s.bytesFetched, 10_000);
+    await c.close();
+  });
+});
+
+test('meta objects use the meta key and their own directory', async () => {
+  await withTempDir(async (dir) => {
+    const store = new CountingStore();
+    const m = await addMeta(store, 300);
+    const c = await open(join(dir, ORG), store);
+    assert.deepEqual(await c.get('meta', m.hash), m.data);
+    await c.flush();
+    assert.equal(store.getCount(m.key), 1);
+    assert.equal((await stat(join(dir, ORG, 'metas', m.hash.slice(0, 2), m.hash))).size, 300);
+    assert.equal(c.has('meta', m.hash), true);
+    assert.equal(c.has('block', m.hash), false);
+    await c.close();
+  });
+});
+
+test('with no memory cache, the second get is a disk hit; the files are 0600 in 0700 directories', async () => {
+  await withTempDir(async (dir) => {
+    const store = new CountingStore();
+    const b = await addBlock(store, 5000);
+    const c = await open(join(dir, ORG), store, 0);
+    await c.get('block', b.hash);
+    await c.flush();
+    assert.deepEqual(await c.get('block', b.hash), b.data);
+    assert.equal(store.getCount(), 1);
+    const s = c.stats();
+    assert.equal(s.diskHits, 1);
+    assert.equal(s.memoryHits, 0);
+    assert.equal(s.memoryEntries, 0);
+    assert.equal(s.entries, 1);
+    assert.equal(s.bytes, 5000);
+    assert.equal((await stat(join(dir, ORG))).mode & 0o777, 0o700);
+    assert.equal((await stat(join(dir, ORG, 'blocks'))).mode & 0o777, 0o700);
+    assert.equal((await stat(join(dir, ORG, 'blocks', b.hash.slice(0, 2), b.hash))).mode & 0o777, 0o600);
+    await c.close();
+  });
+});
+
+test('read() serves ranges from memory, from disk, and on a miss', async () => {
+  await withTempDir(async (dir) => {
+    const store = new CountingStore();
+    const b = await addBlock(store, 100_000);
+    const mem = await open(join(dir, 'm'), store);
+    assert.deepEqual(await mem.read(b.hash, 4096, 4096), b.data.subarray(4096, 8192)); // miss
+    assert.deepEqual(await mem.read(b.hash, 99_000, 4096), b.data.subarray(99_000)); // memory, short at the end
+    assert.equal((await mem.read(b.hash, 200_000, 10)).length, 0);
+    assert.equal(mem.stats().memoryHits, 2);
+    assert.equal(store.getCount(), 1);
+    await mem.close();
+
+    const disk = await open(join(dir, 'm'), store, 0); // same files, no memory: disk ranges
+    assert.deepEqual(await disk.read(b.hash, 12_345, 4096), b.data.subarray(12_345, 12_345 + 4096));
+    assert.deepEqual(await disk.read(b.hash, 98_000, 4096), b.data.subarray(98_000));
+    assert.equal((await disk.read(b.hash, 100_000, 1)).length, 0);
+    assert.equal(disk.stats().diskHits, 3);
+    assert.equal(store.getCount(), 1);
+    await assert.rejects(disk.read(b.hash, -1, 10), /bad range/);
+    await disk.close();
+  });
+});
+
+test('put() inserts verified content without a fetch; has() reflects it', async () => {
+  await withTempDir(async (dir) => {
+    const store = new CountingStore();
+    const data = Buffer.from('sealed content');
+    const hash = hashBuffer(data);
+    const c = await open(join(dir, ORG), store, 0);
+    assert.equal(c.has('block', hash), false);
+    await c.put('block', hash, data);
+    assert.equal(c.has('block', hash), true);
+    assert.deepEqual(await c.get('block', hash), data);
+    assert.equal(store.getCount(), 0);
+    await c.close();
+  });
+});
+
+test('a missing object rejects with the store\'s NotFoundError and is not cached', async () => {
+  await withTempDir(async (dir) => {
+    const store = new CountingStore();
+    const c = await open(join(dir, ORG), store);
+    const hash = hashBuffer(Buffer.from('absent'));
+    await assert.rejects(c.get('block', hash), NotFoundError);
+    await assert.rejects(c.get('block', hash), NotFoundError);
+    assert.equal(store.getCount(), 2);
+    assert.equal(c.stats().errors, 2);
+    assert.equal(c.has('block', hash), false);
+    await c.close();
+  });
+});
+
+test('use before init() or after close() is a clear error; invalid hashes are refused', async () => {
+  await withTempDir(async (dir) => {
+    const store = new CountingStore();
+    const b = await addBlock(store, 10);
+    const c = new BlockCache({ dir: join(dir, ORG), store, org: ORG, maxBytes: 1 << 20 });
+    await assert.rejects(c.get('block', b.hash), /init\(\) was not called/);
+    await c.init();
+    await assert.rejects(c.get('block', 'xyz'), /not a BLAKE3 hash/);
+    await c.close();
+    await assert.rejects(c.get('block', b.hash), /closed/);
+    assert.throws(() => new BlockCache({ dir, store, org: '../evil', maxBytes: 1 }));
+  });
+});
