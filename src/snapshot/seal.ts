@@ -1,0 +1,167 @@
+/**
+ * Sealing: turns the dirty part of a mounted home's journal into a new snapshot and advances HEAD.
+ *
+ * Walks from the root only into dirty directories (the journal's dirty set), so the cost is proportional
+ * to what changed, not to the size of the home. Only dirty files are read, and of large files only their
+ * dirty 4 MiB blocks; blocks the store already has are not uploaded. Objects are written bottom-up
+ * (blocks → trees → snapshot → HEAD). Each file is read under its content lock, so it is captured at one
+ * instant; anything changed while the seal runs stays dirty for the next one.
+ */
+import { blockRanges, SINGLE_BLOCK_MAX, hashBuffer } from '../hash/blake3.js';
+import type { Content } from '../inodes/content.js';
+import type { Journal } from '../inodes/journal.js';
+import { ROOT_INO, type Inode } from '../inodes/types.js';
+import type { UpperFiles } from '../inodes/upper.js';
+import { mapLimit } from '../util/concurrency.js';
+import type { Excludes } from './excludes.js';
+import { advanceHead } from './heads.js';
+import type { ObjectStore } from './objects.js';
+import type { SnapshotStats, TreeEntry } from './types.js';
+
+export interface SealDeps {
+  journal: Journal;
+  content: Content;
+  upper: UpperFiles;
+  objects: ObjectStore;
+  excludes: Excludes;
+  org: string;
+  home: string;
+  host: string;
+  /** Files sealed concurrently. */
+  parallelism: number;
+}
+
+export interface SealResult {
+  snapshot: string;
+  gen: number;
+  filesHashed: number;
+  bytesHashed: number;
+  blocksNew: number;
+  bytesUploaded: number;
+  durationMs: number;
+}
+
+interface Tally {
+  filesHashed: number;
+  bytesHashed: number;
+  blocksNew: number;
+  bytesUploaded: number;
+  stats: SnapshotStats;
+}
+
+/** Seals everything dirty. Returns null when nothing changed since the last seal. */
+export async function seal(d: SealDeps, reason: string): Promise<SealResult | null> {
+  const started = Date.now();
+  const floor = d.journal.currentSeq;
+  d.journal.sealFloor = floor;
+  const base = d.journal.base();
+  if (d.journal.dirtyCount === 0 && base.snapshot !== null) return null;
+  const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 } };
+  const memo = new Map<number, Promise<string[]>>();
+  const root = await sealDir(d, ROOT_INO, '', tally, memo);
+  const prevStats = d.journal.getMeta<SnapshotStats>('stats');
+  const snapshotId = await d.objects.putSnapshot({
+    root, parent: base.snapshot, home: `${d.org}/${d.home}`, time: new Date().toISOString(), host: d.host,
+    stats: mergeStats(prevStats, tally.stats), reason,
+  });
+  const gen = await advanceHead(d.objects.store, d.org, d.home, base.gen, snapshotId);
+  d.journal.txn(() => {
+    d.journal.setBase({ snapshot: snapshotId, gen });
+    d.journal.clearDirty(floor);
+  });
+  return { snapshot: snapshotId, gen, filesHashed: tally.filesHashed, bytesHashed: tally.bytesHashed, blocksNew: tally.blocksNew, bytesUploaded: tally.bytesUploaded, durationMs: Date.now() - started };
+}
+
+/** Stats are approximate for partially loaded homes: the sealed subtrees keep their previous counts. */
+function mergeStats(prev: SnapshotStats | undefined, seen: SnapshotStats): SnapshotStats {
+  return prev ? { files: Math.max(prev.files, seen.files), dirs: Math.max(prev.dirs, seen.dirs), bytes: Math.max(prev.bytes, seen.bytes) } : seen;
+}
+
+async function sealDir(d: SealDeps, ino: number, path: string, t: Tally, memo: Map<number, Promise<string[]>>): Promise<string> {
+  const dir = d.journal.get(ino);
+  if (!dir) throw new Error(`seal: directory inode ${ino} vanished`);
+  if (dir.tree && (!dir.loaded || d.journal.dirtySeq(ino) === undefined)) return dir.tree;
+  t.stats.dirs++;
+  const kids: Array<[string, Inode]> = [];
+  for (const [name, childIno] of d.journal.children(ino)) {
+    const child = d.journal.get(childIno);
+    if (!child) continue;
+    const childPath = path ? `${path}/${name}` : name;
+    if (d.excludes.excluded(childPath, child.kind === 'dir')) continue;
+    kids.push([name, child]);
+  }
+  const entries = await mapLimit(kids, d.parallelism, async ([name, child]) => {
+    const childPath = path ? `${path}/${name}` : name;
+    return entryFor(d, name, child, childPath, t, memo);
+  });
+  entries.sort((a, b) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name)));
+  const hash = await d.objects.putTree({ entries });
+  d.journal.update(ino, { tree: hash });
+  return hash;
+}
+
+async function entryFor(d: SealDeps, name: string, node: Inode, path: string, t: Tally, memo: Map<number, Promise<string[]>>): Promise<TreeEntry> {
+  const e: TreeEntry = {
+    name, kind: node.kind, mode: node.mode & 0o7777, uid: node.uid, gid: node.gid, size: node.kind === 'file' || node.kind === 'symlink' ? node.size : 0,
+    mtimeNs: node.mtimeNs, ctimeNs: node.ctimeNs,
+  };
+  if (node.xattrs && node.xattrs.length > 0) e.xattrs = node.xattrs;
+  if (node.kind === 'symlink') e.target = node.target ?? '';
+  if (node.kind === 'chardev' || node.kind === 'blockdev') e.rdev = node.rdev ?? 0;
+  if (node.kind === 'dir') e.tree = await sealDir(d, node.ino, path, t, memo);
+  if (node.kind === 'file') {
+    t.stats.files++;
+    let p = memo.get(node.ino);
+    if (!p) {
+      p = sealFile(d, node.ino, t);
+      memo.set(node.ino, p);
+    }
+    e.blocks = await p;
+    const fresh = d.journal.get(node.ino) ?? node;
+    e.size = fresh.sealedSize ?? fresh.size;
+    e.mtimeNs = fresh.mtimeNs;
+    e.ctimeNs = fresh.ctimeNs;
+    t.stats.bytes += e.size;
+    if (fresh.nlink > 1 && fresh.linkId !== undefined) {
+      e.link = fresh.linkId;
+      e.nlink = fresh.nlink;
+    }
+  }
+  return e;
+}
+
+/** New block list of a file: dirty blocks hashed (and uploaded if new) from the upper file. */
+function sealFile(d: SealDeps, ino: number, t: Tally): Promise<string[]> {
+  return d.content.withLock(ino, async () => {
+    const node = d.journal.get(ino);
+    if (!node) throw new Error(`seal: file inode ${ino} vanished`);
+    if (node.dirty === undefined || node.local === undefined) return node.blocks ?? [];
+    const old = node.blocks ?? [];
+    const oldLarge = (node.sealedSize ?? 0) > SINGLE_BLOCK_MAX;
+    const ranges = blockRanges(node.size);
+    const out: string[] = [];
+    for (let i = 0; i < ranges.length; i++) {
+      const [off, len] = ranges[i] as [number, number];
+      // Invariant (inodes/content.ts): every dirty block is local and any size change dirties the blocks it
+      // touches, so a clean block of an unchanged large layout is exactly the sealed one.
+      const reuse = oldLarge && node.size > SINGLE_BLOCK_MAX && node.dirty !== 'all' && !node.dirty.includes(i) && i < old.length;
+      if (reuse) {
+        out.push(old[i] as string);
+        continue;
+      }
+      const data = await d.upper.read(ino, off, len);
+      const hash = hashBuffer(data);
+      t.bytesHashed += len;
+      const missing = await d.objects.missingBlocks([hash]);
+      if (missing.size > 0) {
+        await d.objects.putBlock(hash, data);
+        t.blocksNew++;
+        t.bytesUploaded += len;
+      }
+      out.push(hash);
+    }
+    t.filesHashed++;
+    d.journal.update(ino, { blocks: out, sealedSize: node.size, dirty: undefined });
+    return out;
+  });
+}

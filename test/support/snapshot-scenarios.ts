@@ -1,0 +1,137 @@
+/**
+ * The issue's "Done when" scenarios for push/pull, written once against any Store so that the file store
+ * test and the Ceph S3 test run exactly the same checks.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DEFAULT_EXCLUDES } from '../../src/config.js';
+import { blockKey, metaKey } from '../../src/store/keys.js';
+import type { Store } from '../../src/store/store.js';
+import { readHead } from '../../src/snapshot/heads.js';
+import { ObjectStore } from '../../src/snapshot/objects.js';
+import { pullSnapshot } from '../../src/snapshot/pull.js';
+import { pushDirectory } from '../../src/snapshot/push.js';
+import { fileContent, resolvePath } from '../../src/snapshot/walk.js';
+import { CorruptObjectError, HeadConflictError } from '../../src/util/errors.js';
+import { describeTree, describeXattrs, FIFO_NAME, makeHomeTree } from './snapshot-tree.js';
+
+const isRoot = process.getuid?.() === 0;
+const scrap = (line: string): boolean => line.includes('__pycache__') || line.includes('.pyc');
+
+async function countKeys(store: Store, prefix: string): Promise<number> {
+  let n = 0;
+  for await (const _ of store.list(prefix)) n++;
+  return n;
+}
+
+/** push → pull bit for bit and metadata; re-push, second home and other org dedup; block layout. */
+export async function roundTripScenario(store: Store, work: string, org: string, org2: string): Promise<void> {
+  const src = join(work, 'src');
+  await makeHomeTree(src, { chown: isRoot });
+  const first = await pushDirectory(src, store, org, 'alice', { excludes: DEFAULT_EXCLUDES });
+  assert.equal(first.gen, 0);
+  assert.equal(first.parent, null);
+  assert.equal(first.excluded, 2, 'the __pycache__ dir and x.pyc are excluded');
+  assert.ok(first.blocksNew > 0 && first.blocksNew === first.blocks, `${first.blocksNew} new of ${first.blocks}`);
+  assert.ok(first.bytesUploaded >= 28 * 1024 * 1024);
+
+  const objects = new ObjectStore(store, org);
+  const snap = await objects.getSnapshot(first.snapshot);
+  const big = await resolvePath(objects, snap.root, 'big-20m.bin');
+  assert.equal(big.entry?.blocks?.length, 5, 'a 20 MiB file is 5 blocks');
+  assert.equal((await resolvePath(objects, snap.root, 'exact-8m.bin')).entry?.blocks?.length, 1, 'an 8 MiB file is 1 block');
+  assert.equal((await resolvePath(objects, snap.root, 'empty1')).entry?.blocks?.length, 0);
+  const hardA = (await resolvePath(objects, snap.root, 'hard-a')).entry;
+  const hardB = (await resolvePath(objects, snap.root, 'projects/hard-b')).entry;
+  assert.ok(hardA?.link !== undefined && hardA.link === hardB?.link);
+
+  const out = join(work, 'out');
+  await pullSnapshot(store, org, first.snapshot, out);
+  execFileSync('diff', ['-r', '--no-dereference', '-x', FIFO_NAME, '-x', '__pycache__', '-x', '*.pyc', src, out]);
+  assert.deepEqual(await describeTree(out), (await describeTree(src)).filter((l) => !scrap(l)));
+  const xattrs = describeXattrs(out);
+  assert.deepEqual(xattrs, describeXattrs(src).filter((l) => !scrap(l)));
+  assert.ok(xattrs.some((l) => l.includes('user.origin')), 'xattrs were restored');
+  assert.equal(readdirSync(work).filter((n) => n.includes('homefs-pull')).length, 0, 'no temporary directory left');
+
+  const again = await pushDirectory(src, store, org, 'alice', { excludes: DEFAULT_EXCLUDES });
+  assert.equal(again.blocksNew, 0, 're-push uploads 0 blocks');
+  assert.equal(again.bytesUploaded, 0);
+  assert.equal(again.gen, 1);
+  assert.equal(again.parent, first.snapshot);
+
+  const bob = await pushDirectory(src, store, org, 'bob', { excludes: DEFAULT_EXCLUDES });
+  assert.equal(bob.blocksNew, 0, 'a second home with the same content in the same org uploads 0 blocks');
+  assert.equal(bob.gen, 0);
+
+  const other = await pushDirectory(src, store, org2, 'alice', { excludes: DEFAULT_EXCLUDES });
+  assert.equal(other.blocksNew, first.blocksNew, 'another org stores its own copy');
+  assert.equal(await countKeys(store, `${org2}/blocks/`), await countKeys(store, `${org}/blocks/`));
+  const someBlock = big.entry?.blocks?.[0] as string;
+  assert.equal((await store.has([blockKey(org2, someBlock)])).size, 1);
+}
+
+/** A corrupted block makes pull and cat fail naming the path; nothing appears at the destination. */
+export async function corruptionScenario(store: Store, work: string, org: string): Promise<void> {
+  const src = join(work, 'csrc');
+  await mkdir(join(src, 'docs'), { recursive: true });
+  await writeFile(join(src, 'docs/report.txt'), 'the quarterly numbers\n');
+  await writeFile(join(src, 'ok.txt'), 'fine\n');
+  const res = await pushDirectory(src, store, org, 'corrupt', { xattrs: false });
+  const objects = new ObjectStore(store, org);
+  const snap = await objects.getSnapshot(res.snapshot);
+  const entry = (await resolvePath(objects, snap.root, 'docs/report.txt')).entry;
+  const hash = entry?.blocks?.[0] as string;
+  await store.put(blockKey(org, hash), Buffer.from('the quarterly numbers, tampered\n'));
+
+  const dest = join(work, 'cout');
+  await assert.rejects(pullSnapshot(store, org, res.snapshot, dest), (e: unknown) => e instanceof CorruptObjectError && e.message.includes('docs/report.txt'));
+  assert.equal(existsSync(dest), false, 'a failed pull leaves nothing at the destination');
+  assert.equal(readdirSync(work).filter((n) => n.includes('homefs-pull')).length, 0);
+  const read = async (): Promise<void> => {
+    for await (const _ of fileContent(objects, entry ?? assert.fail(), 'docs/report.txt')) void _;
+  };
+  await assert.rejects(read(), (e: unknown) => e instanceof CorruptObjectError && e.message.includes('docs/report.txt'));
+}
+
+/** Two pushes from the same HEAD: one wins, one HeadConflictError, both snapshots' objects stay. */
+export async function concurrentPushScenario(store: Store, work: string, org: string): Promise<void> {
+  const a = join(work, 'ca');
+  const b = join(work, 'cb');
+  await mkdir(a, { recursive: true });
+  await mkdir(b, { recursive: true });
+  await writeFile(join(a, 'f'), 'from a\n');
+  await writeFile(join(b, 'f'), 'from b\n');
+  const base = await pushDirectory(a, store, org, 'race', { xattrs: false });
+  const head = await readHead(store, org, 'race');
+  assert.deepEqual(head, { gen: base.gen, snapshot: base.snapshot });
+  await writeFile(join(a, 'g'), 'a again\n');
+  const results = await Promise.allSettled([
+    pushDirectory(a, store, org, 'race', { xattrs: false, fromHead: head }),
+    pushDirectory(b, store, org, 'race', { xattrs: false, fromHead: head }),
+  ]);
+  const won = results.filter((r) => r.status === 'fulfilled');
+  const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+  assert.equal(won.length, 1, 'exactly one push wins');
+  assert.equal(lost.length, 1);
+  const err = lost[0]?.reason as unknown;
+  assert.ok(err instanceof HeadConflictError, `loser gets HeadConflictError, got ${String(err)}`);
+  assert.match(err.message, /conflict: HEAD of .*\/race moved/);
+  const winner = (won[0] as PromiseFulfilledResult<{ snapshot: string; gen: number }>).value;
+  assert.deepEqual(await readHead(store, org, 'race'), { gen: base.gen + 1, snapshot: winner.snapshot });
+  const objects = new ObjectStore(store, org);
+  for (const id of [winner.snapshot, err.snapshot]) {
+    const s = await objects.getSnapshot(id);
+    assert.equal(s.parent, base.snapshot);
+    assert.equal((await store.has([metaKey(org, s.root)])).size, 1);
+  }
+  let conflicts = 0;
+  for await (const o of store.list(`${org}/homes/race/conflicts/`)) {
+    conflicts++;
+    assert.equal((await store.get(o.key)).toString(), err.snapshot);
+  }
+  assert.equal(conflicts, 1, 'the losing snapshot is recorded under conflicts/');
+}
