@@ -1,0 +1,315 @@
+/**
+ * The FUSE adapter: maps each request of the native binding onto the inode layer and back. No business
+ * logic lives here: it loads directories when needed, converts attributes, keeps file and directory
+ * handles, and maps errors to errno in exactly one place (`fail`).
+ *
+ * Metadata requests are answered synchronously from the journal; reads, writes, truncates and loads of
+ * directories from the store answer later.
+ */
+import type { Logger } from 'pino';
+import type { Ops, Req, Session, SetAttr, StatFs } from '../fuse/types.js';
+import type { Content } from '../inodes/content.js';
+import { E, FsError, nowNs } from '../inodes/errors.js';
+import type { Inode } from '../inodes/types.js';
+import type { UpperFiles } from '../inodes/upper.js';
+import { NeedsLoad, type HomeView } from '../inodes/view.js';
+import { CorruptObjectError, NotFoundError, StoreUnavailableError } from '../util/errors.js';
+import { attrOf, entryOf, kindOfMode, toNs, type Timeouts } from './attr.js';
+
+export interface AdapterHooks {
+  /** Every request: the home is active. */
+  activity(op: string): void;
+  /** fsync of a file: resolves once it is durable as configured (--fsync store|local). */
+  fsync(ino: number, datasync: boolean): Promise<void>;
+  statfs(): StatFs;
+  readOnly: boolean;
+}
+
+interface DirHandle {
+  ino: number;
+  entries: Array<[string, Inode]>;
+}
+
+export class FuseAdapter {
+  private nextFh = 1;
+  private readonly files = new Map<number, number>();
+  private readonly dirs = new Map<number, DirHandle>();
+  session: Session | undefined;
+
+  constructor(
+    private readonly view: HomeView,
+    private readonly content: Content,
+    private readonly upper: UpperFiles,
+    private readonly hooks: AdapterHooks,
+    private readonly log: Logger,
+    private readonly t: Timeouts = { attr: 5, entry: 5, negative: 1 },
+  ) {}
+
+  private get s(): Session {
+    if (!this.session) throw new Error('FUSE session not attached');
+    return this.session;
+  }
+
+  /** Maps any error to an errno reply; unexpected errors are logged and become EIO. */
+  private fail(req: Req, op: string, e: unknown): void {
+    if (e instanceof FsError) return this.s.err(req, e.errno);
+    if (e instanceof CorruptObjectError || e instanceof StoreUnavailableError || e instanceof NotFoundError) {
+      this.log.error({ op, err: e.message }, 'store error');
+      return this.s.err(req, E.EIO);
+    }
+    this.log.error({ op, err: e instanceof Error ? e.stack : String(e) }, 'request failed');
+    this.s.err(req, E.EIO);
+  }
+
+  /** Runs fn once directory `ino` is loaded (and again after any NeedsLoad it throws), replying errors. */
+  private run(req: Req, op: string, ino: number, fn: () => void | Promise<void>): void {
+    this.hooks.activity(op);
+    const attempt = (tries: number): void => {
+      try {
+        const pending = this.view.ensureLoaded(ino);
+        if (pending) {
+          pending.then(() => attempt(tries), (e: unknown) => this.fail(req, op, e));
+          return;
+        }
+        const r = fn();
+        if (r) r.catch((e: unknown) => this.fail(req, op, e));
+      } catch (e) {
+        if (e instanceof NeedsLoad && tries < 64) {
+          const p = this.view.ensureLoaded(e.ino);
+          if (p) p.then(() => attempt(tries + 1), (err: unknown) => this.fail(req, op, err));
+          else attempt(tries + 1);
+          return;
+        }
+        this.fail(req, op, e);
+      }
+    };
+    attempt(0);
+  }
+
+  private writable(): void {
+    if (this.hooks.readOnly) throw new FsError(E.EROFS);
+  }
+
+  private replyEntry(req: Req, node: Inode): void {
+    this.view.ref(node.ino);
+    this.s.entry(req, entryOf(node, this.t));
+  }
+
+  private openHandle(ino: number): number {
+    const fh = this.nextFh++;
+    this.files.set(fh, ino);
+    this.view.opened(ino);
+    this.upper.hold(ino);
+    return fh;
+  }
+
+  ops(): Ops {
+    return {
+      lookup: (req, parent, name) => this.run(req, 'lookup', parent, () => {
+        const node = this.view.lookup(parent, name);
+        if (!node) {
+          this.s.entry(req, { ino: 0, generation: 0, attr: attrOf(this.view.get(parent)), attrTimeout: 0, entryTimeout: this.t.negative });
+          return;
+        }
+        this.replyEntry(req, node);
+      }),
+      forget: (ino, n) => this.view.forget(ino, n),
+      getattr: (req, ino) => this.run(req, 'getattr', 0, () => this.s.attr(req, attrOf(this.view.get(ino)), this.t.attr)),
+      setattr: (req, ino, set, fh) => this.run(req, 'setattr', 0, () => this.setattr(req, ino, set, fh)),
+      readlink: (req, ino) => this.run(req, 'readlink', 0, () => {
+        const node = this.view.get(ino);
+        if (node.kind !== 'symlink') throw new FsError(E.EINVAL);
+        this.s.readlink(req, node.target ?? '');
+      }),
+      mknod: (req, parent, name, mode, rdev) => this.run(req, 'mknod', parent, () => {
+        this.writable();
+        const kind = kindOfMode(mode);
+        if (!kind || kind === 'dir' || kind === 'symlink') throw new FsError(E.EINVAL);
+        const c = this.s.ctx(req);
+        this.replyEntry(req, this.view.create(parent, name, { kind, mode, uid: c.uid, gid: c.gid, rdev }));
+      }),
+      mkdir: (req, parent, name, mode) => this.run(req, 'mkdir', parent, () => {
+        this.writable();
+        const c = this.s.ctx(req);
+        this.replyEntry(req, this.view.create(parent, name, { kind: 'dir', mode, uid: c.uid, gid: c.gid }));
+      }),
+      unlink: (req, parent, name) => this.run(req, 'unlink', parent, () => {
+        this.writable();
+        this.view.remove(parent, name, false);
+        this.s.err(req, 0);
+      }),
+      rmdir: (req, parent, name) => this.run(req, 'rmdir', parent, () => {
+        this.writable();
+        this.view.remove(parent, name, true);
+        this.s.err(req, 0);
+      }),
+      symlink: (req, target, parent, name) => this.run(req, 'symlink', parent, () => {
+        this.writable();
+        if (Buffer.byteLength(target) > 4095) throw new FsError(E.ENAMETOOLONG);
+        const c = this.s.ctx(req);
+        this.replyEntry(req, this.view.create(parent, name, { kind: 'symlink', mode: 0o777, uid: c.uid, gid: c.gid, target }));
+      }),
+      rename: (req, parent, name, newParent, newName, flags) => this.run(req, 'rename', parent, () => {
+        this.writable();
+        const p2 = this.view.ensureLoaded(newParent);
+        if (p2) throw new NeedsLoad(newParent);
+        this.view.rename(parent, name, newParent, newName, flags);
+        this.s.err(req, 0);
+      }),
+      link: (req, ino, newParent, newName) => this.run(req, 'link', newParent, () => {
+        this.writable();
+        this.replyEntry(req, this.view.link(ino, newParent, newName));
+      }),
+      open: (req, ino, flags) => this.run(req, 'open', 0, () => {
+        const node = this.view.get(ino);
+        if (node.kind === 'dir') throw new FsError(E.EISDIR);
+        if ((flags & 3) !== 0) this.writable();
+        this.s.open(req, { fh: this.openHandle(ino), keepCache: true });
+      }),
+      create: (req, parent, name, mode, flags) => this.run(req, 'create', parent, () => {
+        this.writable();
+        const c = this.s.ctx(req);
+        const existing = this.view.lookup(parent, name);
+        if (existing) {
+          if (flags & 0o200) throw new FsError(E.EEXIST); // O_EXCL
+          throw new FsError(E.EEXIST);
+        }
+        const node = this.view.create(parent, name, { kind: 'file', mode, uid: c.uid, gid: c.gid });
+        this.view.ref(node.ino);
+        this.s.create(req, entryOf(node, this.t), { fh: this.openHandle(node.ino), keepCache: true });
+      }),
+      read: (req, ino, size, offset) => {
+        this.hooks.activity('read');
+        this.content.read(ino, offset, size).then((buf) => this.s.buf(req, buf), (e: unknown) => this.fail(req, 'read', e));
+      },
+      write: (req, ino, data, offset) => {
+        this.hooks.activity('write');
+        if (this.hooks.readOnly) return this.s.err(req, E.EROFS);
+        const copy = Buffer.from(data);
+        this.content.write(ino, offset, copy).then((n) => this.s.write(req, n), (e: unknown) => this.fail(req, 'write', e));
+      },
+      flush: (req, ino) => {
+        this.content.settle(ino).then(() => this.s.err(req, 0), (e: unknown) => this.fail(req, 'flush', e));
+      },
+      release: (req, ino, fh) => {
+        if (this.files.delete(fh)) {
+          this.upper.unhold(ino);
+          this.view.closed(ino);
+        }
+        this.s.err(req, 0);
+      },
+      fsync: (req, ino, datasync) => {
+        this.hooks.activity('fsync');
+        this.hooks.fsync(ino, datasync).then(() => this.s.err(req, 0), (e: unknown) => this.fail(req, 'fsync', e));
+      },
+      opendir: (req, ino) => this.run(req, 'opendir', ino, () => {
+        const fh = this.nextFh++;
+        this.dirs.set(fh, { ino, entries: this.view.list(ino) });
+        this.s.open(req, { fh, keepCache: true });
+      }),
+      readdir: (req, ino, size, offset, fh) => this.run(req, 'readdir', ino, () => this.readdir(req, ino, size, offset, fh, false)),
+      readdirplus: (req, ino, size, offset, fh) => this.run(req, 'readdirplus', ino, () => this.readdir(req, ino, size, offset, fh, true)),
+      releasedir: (req, _ino, fh) => {
+        this.dirs.delete(fh);
+        this.s.err(req, 0);
+      },
+      fsyncdir: (req) => {
+        this.hooks.fsync(0, false).then(() => this.s.err(req, 0), (e: unknown) => this.fail(req, 'fsyncdir', e));
+      },
+      statfs: (req) => this.s.statfs(req, this.hooks.statfs()),
+      setxattr: (req, ino, name, value, flags) => this.run(req, 'setxattr', 0, () => {
+        this.writable();
+        this.view.setXattr(ino, name, value, flags);
+        this.s.err(req, 0);
+      }),
+      getxattr: (req, ino, name, size) => this.run(req, 'getxattr', 0, () => {
+        const v = this.view.getXattr(ino, name);
+        if (!v) throw new FsError(E.ENODATA);
+        if (size === 0) this.s.xattrSize(req, v.length);
+        else if (size < v.length) throw new FsError(E.ERANGE);
+        else this.s.buf(req, v);
+      }),
+      listxattr: (req, ino, size) => this.run(req, 'listxattr', 0, () => {
+        const names = this.view.listXattrs(ino);
+        const buf = Buffer.from(names.map((n) => `${n}\0`).join(''));
+        if (size === 0) this.s.xattrSize(req, buf.length);
+        else if (size < buf.length) throw new FsError(E.ERANGE);
+        else this.s.buf(req, buf);
+      }),
+      removexattr: (req, ino, name) => this.run(req, 'removexattr', 0, () => {
+        this.writable();
+        this.view.removeXattr(ino, name);
+        this.s.err(req, 0);
+      }),
+      access: (req, ino) => this.run(req, 'access', 0, () => {
+        this.view.get(ino);
+        this.s.err(req, 0);
+      }),
+      fallocate: (req, ino, mode, offset, length) => {
+        this.hooks.activity('fallocate');
+        if (mode & ~1) return this.s.err(req, E.EOPNOTSUPP);
+        const p = mode & 1 ? Promise.resolve() : this.content.allocate(ino, offset, length);
+        p.then(() => this.s.err(req, 0), (e: unknown) => this.fail(req, 'fallocate', e));
+      },
+      lseek: (req, ino, off, whence) => this.run(req, 'lseek', 0, () => {
+        if (whence !== 3 && whence !== 4) throw new FsError(E.EINVAL);
+        this.s.lseek(req, this.content.seek(ino, off, whence));
+      }),
+      copyFileRange: (req, inoIn, offIn, _fhIn, inoOut, offOut, _fhOut, len) => {
+        this.hooks.activity('copy_file_range');
+        const go = async (): Promise<void> => {
+          const data = await this.content.read(inoIn, offIn, Math.min(len, 16 * 1024 * 1024));
+          const n = data.length > 0 ? await this.content.write(inoOut, offOut, data) : 0;
+          this.s.write(req, n);
+        };
+        go().catch((e: unknown) => this.fail(req, 'copy_file_range', e));
+      },
+    };
+  }
+
+  private setattr(req: Req, ino: number, set: SetAttr, _fh: number | undefined): Promise<void> | void {
+    this.writable();
+    const meta = (): void => {
+      const now = nowNs();
+      const node = this.view.setMeta(ino, {
+        ...(set.mode !== undefined ? { mode: set.mode } : {}),
+        ...(set.uid !== undefined ? { uid: set.uid } : {}),
+        ...(set.gid !== undefined ? { gid: set.gid } : {}),
+        ...(set.atime !== undefined ? { atimeNs: set.atime === 'now' ? now : toNs(set.atime) } : {}),
+        ...(set.mtime !== undefined ? { mtimeNs: set.mtime === 'now' ? now : toNs(set.mtime) } : {}),
+        ...(set.ctime !== undefined ? { ctimeNs: toNs(set.ctime) } : {}),
+      });
+      this.s.attr(req, attrOf(node), this.t.attr);
+    };
+    if (set.size !== undefined) {
+      const node = this.view.get(ino);
+      if (node.kind === 'dir') throw new FsError(E.EISDIR);
+      if (node.kind !== 'file') throw new FsError(E.EINVAL);
+      return this.content.truncate(ino, set.size).then(meta);
+    }
+    meta();
+  }
+
+  private readdir(req: Req, ino: number, size: number, offset: number, fh: number, plus: boolean): void {
+    let h = this.dirs.get(fh);
+    if (!h || offset === 0) {
+      h = { ino, entries: this.view.list(ino) };
+      if (this.dirs.has(fh)) this.dirs.set(fh, h);
+    }
+    const self = this.view.get(ino);
+    const parentIno = self.parents[0] ?? ino;
+    const parent = this.view.get(parentIno);
+    // Cookies: 1 = after ".", 2 = after "..", k + 3 = after entries[k].
+    const all: Array<[string, Inode]> = [['.', self], ['..', parent], ...h.entries];
+    const slice = all.slice(offset);
+    if (plus) {
+      const packed = this.s.dirPlus(req, size, slice.map(([name, node], i) => ({ name, entry: entryOf(node, this.t), off: offset + i + 1 })));
+      for (let i = 0; i < packed; i++) {
+        const [name, node] = slice[i] as [string, Inode];
+        if (name !== '.' && name !== '..') this.view.ref(node.ino);
+      }
+    } else {
+      this.s.dir(req, size, slice.map(([name, node], i) => ({ name, ino: node.ino, mode: attrOf(node).mode, off: offset + i + 1 })));
+    }
+  }
+}

@@ -1,0 +1,214 @@
+/**
+ * The local journal of a mounted home: inode, dirent, dirty-set, hard-link and meta tables in LMDB, with
+ * an in-memory cache of what has been touched. Every change is an LMDB write transaction committed before
+ * the FUSE reply (noSync: it survives a kill -9 of the daemon; host loss is what the store is for).
+ *
+ * Callers group related changes with `txn(fn)` so that, e.g., a rename is one transaction.
+ */
+import { open, type Database, type RootDatabase } from 'lmdb';
+import { mkdirSync } from 'node:fs';
+import type { Inode } from './types.js';
+import { ROOT_INO } from './types.js';
+
+export interface BaseState {
+  /** Snapshot the local state is based on, null for a home that had no HEAD. */
+  snapshot: string | null;
+  /** HEAD generation of that snapshot, null if none. */
+  gen: number | null;
+}
+
+type Key = number | string | Array<number | string>;
+
+export class Journal {
+  private readonly env: RootDatabase;
+  private readonly inodesDb: Database<Inode, number>;
+  private readonly direntsDb: Database<number, Key>;
+  private readonly dirtyDb: Database<number, number>;
+  private readonly linksDb: Database<number, number>;
+  private readonly metaDb: Database<unknown, string>;
+  private readonly inodes = new Map<number, Inode>();
+  private readonly dirs = new Map<number, Map<string, number>>();
+  private readonly dirtySet = new Map<number, number>();
+  private depth = 0;
+  private seq = 0;
+  private nextIno: number;
+  /** Sequence number at which the running (or last) seal started; marks below it are being sealed. */
+  sealFloor = 0;
+
+  constructor(readonly path: string) {
+    mkdirSync(path, { recursive: true, mode: 0o700 });
+    this.env = open({ path, noSync: true, compression: false, mapSize: 4 * 1024 ** 3 });
+    this.inodesDb = this.env.openDB<Inode, number>({ name: 'inodes' });
+    this.direntsDb = this.env.openDB<number, Key>({ name: 'dirents' });
+    this.dirtyDb = this.env.openDB<number, number>({ name: 'dirty' });
+    this.linksDb = this.env.openDB<number, number>({ name: 'links' });
+    this.metaDb = this.env.openDB<unknown, string>({ name: 'meta' });
+    this.nextIno = (this.metaDb.get('nextIno') as number | undefined) ?? ROOT_INO + 1;
+    for (const { key, value } of this.dirtyDb.getRange({})) {
+      this.dirtySet.set(key, value);
+      this.seq = Math.max(this.seq, value);
+    }
+  }
+
+  /** Runs `fn` in one write transaction (nested calls join the outer one). */
+  txn<T>(fn: () => T): T {
+    if (this.depth > 0) return fn();
+    this.depth++;
+    try {
+      return this.env.transactionSync(fn);
+    } finally {
+      this.depth--;
+    }
+  }
+
+  get(ino: number): Inode | undefined {
+    let i = this.inodes.get(ino);
+    if (i) return i;
+    i = this.inodesDb.get(ino);
+    if (i) this.inodes.set(ino, i);
+    return i;
+  }
+
+  put(inode: Inode): void {
+    this.inodes.set(inode.ino, inode);
+    this.txn(() => void this.inodesDb.put(inode.ino, inode));
+  }
+
+  /** Replaces fields of an inode and journals it; returns the new record. */
+  update(ino: number, patch: Partial<Inode>): Inode {
+    const old = this.get(ino);
+    if (!old) throw new Error(`no inode ${ino}`);
+    const next = { ...old, ...patch };
+    this.put(next);
+    return next;
+  }
+
+  remove(ino: number): void {
+    this.inodes.delete(ino);
+    this.dirs.delete(ino);
+    this.dirtySet.delete(ino);
+    this.txn(() => {
+      void this.inodesDb.remove(ino);
+      void this.dirtyDb.remove(ino);
+    });
+  }
+
+  allocIno(): number {
+    const ino = this.nextIno++;
+    this.txn(() => void this.metaDb.put('nextIno', this.nextIno));
+    return ino;
+  }
+
+  /** Children of a loaded directory (name → ino), cached in memory. */
+  children(parent: number): Map<string, number> {
+    let m = this.dirs.get(parent);
+    if (m) return m;
+    m = new Map();
+    for (const { key, value } of this.direntsDb.getRange({ start: [parent, ''], end: [parent + 1, ''] })) {
+      const k = key as [number, string];
+      if (k[0] === parent) m.set(k[1], value);
+    }
+    this.dirs.set(parent, m);
+    return m;
+  }
+
+  child(parent: number, name: string): number | undefined {
+    return this.children(parent).get(name);
+  }
+
+  setChild(parent: number, name: string, ino: number): void {
+    this.children(parent).set(name, ino);
+    this.txn(() => void this.direntsDb.put([parent, name], ino));
+  }
+
+  removeChild(parent: number, name: string): void {
+    this.children(parent).delete(name);
+    this.txn(() => void this.direntsDb.remove([parent, name]));
+  }
+
+  linkIno(linkId: number): number | undefined {
+    return this.linksDb.get(linkId);
+  }
+
+  setLinkIno(linkId: number, ino: number): void {
+    this.txn(() => void this.linksDb.put(linkId, ino));
+  }
+
+  getMeta<T>(key: string): T | undefined {
+    return this.metaDb.get(key) as T | undefined;
+  }
+
+  setMeta(key: string, value: unknown): void {
+    this.txn(() => void this.metaDb.put(key, value));
+  }
+
+  base(): BaseState {
+    return (this.getMeta<BaseState>('base') ?? { snapshot: null, gen: null });
+  }
+
+  setBase(b: BaseState): void {
+    this.setMeta('base', b);
+  }
+
+  // ---- dirty set ------------------------------------------------------------------------------------
+
+  /** The sequence number the next change will get; a seal that starts now covers everything below it. */
+  get currentSeq(): number {
+    return this.seq + 1;
+  }
+
+  /**
+   * Marks an inode and every directory above it dirty with a fresh sequence number. Skipped when the inode
+   * was already marked since the current seal started (its ancestors then were too).
+   */
+  markDirty(ino: number): void {
+    const cur = this.dirtySet.get(ino);
+    if (cur !== undefined && cur >= this.sealFloor) return;
+    const s = ++this.seq;
+    this.txn(() => {
+      const seen = new Set<number>();
+      const stack = [ino];
+      while (stack.length > 0) {
+        const i = stack.pop() as number;
+        if (seen.has(i)) continue;
+        seen.add(i);
+        this.dirtySet.set(i, s);
+        void this.dirtyDb.put(i, s);
+        const node = this.get(i);
+        if (node) for (const p of node.parents) stack.push(p);
+      }
+    });
+  }
+
+  dirtySeq(ino: number): number | undefined {
+    return this.dirtySet.get(ino);
+  }
+
+  get dirtyCount(): number {
+    return this.dirtySet.size;
+  }
+
+  dirtyInodes(): IterableIterator<[number, number]> {
+    return this.dirtySet.entries();
+  }
+
+  /** After a committed seal: forget dirty marks that the seal covered (seq < upTo). */
+  clearDirty(upTo: number): void {
+    this.txn(() => {
+      for (const [ino, s] of [...this.dirtySet]) {
+        if (s < upTo) {
+          this.dirtySet.delete(ino);
+          void this.dirtyDb.remove(ino);
+        }
+      }
+    });
+  }
+
+  isEmpty(): boolean {
+    return this.get(ROOT_INO) === undefined;
+  }
+
+  async close(): Promise<void> {
+    await this.env.close();
+  }
+}

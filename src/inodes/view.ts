@@ -1,0 +1,419 @@
+/**
+ * The namespace of a mounted home: lookups, creation, removal, rename, links, attributes and xattrs over
+ * the journal. Directories of the base snapshot are materialized into the journal the first time they are
+ * needed (`ensureLoaded`), from trees fetched through a `TreeSource`; after that the journal is the truth.
+ *
+ * Every method either completes synchronously (metadata from memory/LMDB) or, when a directory must be
+ * loaded first, the caller awaits `ensureLoaded` and calls again. Errors are `FsError`s carrying an errno.
+ */
+import type { Tree, TreeEntry } from '../snapshot/types.js';
+import { SingleFlight } from '../util/concurrency.js';
+import { E, fsErr, nowNs } from './errors.js';
+import type { Journal } from './journal.js';
+import { ROOT_INO, type Inode } from './types.js';
+
+export interface TreeSource {
+  getTree(hash: string): Promise<Tree>;
+  /** Background fetch of trees likely needed soon (bounded, never throws). */
+  prefetchTrees(hashes: string[]): void;
+}
+
+export const NAME_MAX = 255;
+const RENAME_NOREPLACE = 1;
+const RENAME_EXCHANGE = 2;
+
+export interface NewNode {
+  kind: Inode['kind'];
+  mode: number;
+  uid: number;
+  gid: number;
+  rdev?: number;
+  target?: string;
+}
+
+function checkName(name: string): void {
+  if (Buffer.byteLength(name) > NAME_MAX) throw fsErr(E.ENAMETOOLONG);
+  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) throw fsErr(E.EINVAL);
+}
+
+export class HomeView {
+  private readonly loading = new SingleFlight<number, void>();
+  /** Lookup references the kernel holds per inode (forget releases them). */
+  private readonly lookups = new Map<number, number>();
+  /** Open handles per inode. */
+  private readonly opens = new Map<number, number>();
+  /** Called when an unlinked inode is finally released, to drop its upper data. */
+  onReclaim: (ino: number) => void = () => undefined;
+
+  constructor(readonly journal: Journal, private readonly trees: TreeSource) {}
+
+  /** Creates the root inode on a fresh journal: the base snapshot's root tree, or an empty directory. */
+  initRoot(rootTree: string | null, rootEntry: Partial<Inode>, uid: number, gid: number): void {
+    if (!this.journal.isEmpty()) return;
+    const now = nowNs();
+    this.journal.put({
+      ino: ROOT_INO, kind: 'dir', mode: 0o755, uid, gid, size: 0, atimeNs: now, mtimeNs: now, ctimeNs: now,
+      nlink: 2, parents: [], ...rootEntry,
+      ...(rootTree ? { tree: rootTree, loaded: false } : { loaded: true }),
+    });
+  }
+
+  get(ino: number): Inode {
+    const i = this.journal.get(ino);
+    if (!i) throw fsErr(E.ENOENT, `no inode ${ino}`);
+    return i;
+  }
+
+  dir(ino: number): Inode {
+    const i = this.get(ino);
+    if (i.kind !== 'dir') throw fsErr(E.ENOTDIR);
+    return i;
+  }
+
+  // ---- lazy loading -------------------------------------------------------------------------------
+
+  /** undefined when the directory is loaded (or not a directory); otherwise a promise that loads it. */
+  ensureLoaded(ino: number): Promise<void> | undefined {
+    const d = this.journal.get(ino);
+    if (!d || d.kind !== 'dir' || d.loaded || !d.tree) return undefined;
+    const tree = d.tree;
+    return this.loading.run(ino, async () => {
+      const t = await this.trees.getTree(tree);
+      const cur = this.journal.get(ino);
+      if (!cur || cur.loaded) return;
+      this.materialize(cur, t);
+    });
+  }
+
+  private materialize(d: Inode, t: Tree): void {
+    const subtrees: string[] = [];
+    this.journal.txn(() => {
+      let subdirs = 0;
+      for (const e of t.entries) {
+        let ino = e.link !== undefined ? this.journal.linkIno(e.link) : undefined;
+        if (ino !== undefined && this.journal.get(ino)) {
+          const other = this.get(ino);
+          this.journal.update(ino, { parents: [...other.parents, d.ino] });
+        } else {
+          ino = this.journal.allocIno();
+          this.journal.put(inodeFromEntry(ino, e, d.ino));
+          if (e.link !== undefined) this.journal.setLinkIno(e.link, ino);
+        }
+        this.journal.setChild(d.ino, e.name, ino);
+        if (e.kind === 'dir') {
+          subdirs++;
+          if (e.tree) subtrees.push(e.tree);
+        }
+      }
+      this.journal.update(d.ino, { loaded: true, nlink: 2 + subdirs });
+    });
+    if (subtrees.length > 0) this.trees.prefetchTrees(subtrees);
+  }
+
+  // ---- kernel references ---------------------------------------------------------------------------
+
+  ref(ino: number, n = 1): void {
+    this.lookups.set(ino, (this.lookups.get(ino) ?? 0) + n);
+  }
+
+  forget(ino: number, n: number): void {
+    const left = (this.lookups.get(ino) ?? 0) - n;
+    if (left > 0) this.lookups.set(ino, left);
+    else {
+      this.lookups.delete(ino);
+      this.maybeReclaim(ino);
+    }
+  }
+
+  opened(ino: number): void {
+    this.opens.set(ino, (this.opens.get(ino) ?? 0) + 1);
+  }
+
+  closed(ino: number): void {
+    const left = (this.opens.get(ino) ?? 1) - 1;
+    if (left > 0) this.opens.set(ino, left);
+    else {
+      this.opens.delete(ino);
+      this.maybeReclaim(ino);
+    }
+  }
+
+  isOpen(ino: number): boolean {
+    return this.opens.has(ino);
+  }
+
+  private maybeReclaim(ino: number): void {
+    const i = this.journal.get(ino);
+    if (!i || i.nlink > 0 || this.lookups.has(ino) || this.opens.has(ino)) return;
+    this.journal.remove(ino);
+    this.onReclaim(ino);
+  }
+
+  /** At mount: inodes unlinked while open before a crash are garbage now. */
+  reclaimOrphans(orphans: number[]): void {
+    for (const ino of orphans) this.maybeReclaim(ino);
+  }
+
+  // ---- lookups -----------------------------------------------------------------------------------
+
+  /** The child inode, or undefined. The parent must be loaded. */
+  lookup(parent: number, name: string): Inode | undefined {
+    this.dir(parent);
+    if (Buffer.byteLength(name) > NAME_MAX) throw fsErr(E.ENAMETOOLONG);
+    const ino = this.journal.child(parent, name);
+    return ino === undefined ? undefined : this.journal.get(ino);
+  }
+
+  /** Sorted directory listing (name, inode), without "." and "..". */
+  list(parent: number): Array<[string, Inode]> {
+    this.dir(parent);
+    const out: Array<[string, Inode]> = [];
+    for (const [name, ino] of this.journal.children(parent)) {
+      const i = this.journal.get(ino);
+      if (i) out.push([name, i]);
+    }
+    out.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    return out;
+  }
+
+  // ---- changes -----------------------------------------------------------------------------------
+
+  private touchDir(ino: number, now: bigint): void {
+    this.journal.update(ino, { mtimeNs: now, ctimeNs: now });
+    this.journal.markDirty(ino);
+  }
+
+  /** Creates a file, directory, symlink or special file; returns the new inode. */
+  create(parent: number, name: string, n: NewNode): Inode {
+    checkName(name);
+    const p = this.dir(parent);
+    if (this.journal.child(parent, name) !== undefined) throw fsErr(E.EEXIST);
+    const now = nowNs();
+    return this.journal.txn(() => {
+      const ino = this.journal.allocIno();
+      const gid = p.mode & 0o2000 ? p.gid : n.gid;
+      let mode = n.mode & 0o7777;
+      if (n.kind === 'dir' && p.mode & 0o2000) mode |= 0o2000;
+      const node: Inode = {
+        ino, kind: n.kind, mode, uid: n.uid, gid, size: n.target ? Buffer.byteLength(n.target) : 0,
+        atimeNs: now, mtimeNs: now, ctimeNs: now, nlink: n.kind === 'dir' ? 2 : 1, parents: [parent],
+        ...(n.kind === 'file' ? { blocks: [], sealedSize: 0 } : {}),
+        ...(n.kind === 'dir' ? { loaded: true } : {}),
+        ...(n.target !== undefined ? { target: n.target } : {}),
+        ...(n.rdev ? { rdev: n.rdev } : {}),
+      };
+      this.journal.put(node);
+      this.journal.setChild(parent, name, ino);
+      if (n.kind === 'dir') this.journal.update(parent, { nlink: p.nlink + 1 });
+      this.touchDir(parent, now);
+      this.journal.markDirty(ino);
+      return node;
+    });
+  }
+
+  /** Removes a name; `dir` selects rmdir semantics. Returns the inode (its nlink already decremented). */
+  remove(parent: number, name: string, dir: boolean): Inode {
+    this.dir(parent);
+    const ino = this.journal.child(parent, name);
+    if (ino === undefined) throw fsErr(E.ENOENT);
+    const node = this.get(ino);
+    if (dir) {
+      if (node.kind !== 'dir') throw fsErr(E.ENOTDIR);
+      if (this.ensureLoaded(ino)) throw new NeedsLoad(ino);
+      if (this.journal.children(ino).size > 0) throw fsErr(E.ENOTEMPTY);
+    } else if (node.kind === 'dir') {
+      throw fsErr(E.EISDIR);
+    }
+    const now = nowNs();
+    return this.journal.txn(() => {
+      this.journal.removeChild(parent, name);
+      this.touchDir(parent, now);
+      const parents = [...node.parents];
+      const at = parents.indexOf(parent);
+      if (at >= 0) parents.splice(at, 1);
+      const nlink = dir ? 0 : node.nlink - 1;
+      if (dir) this.journal.update(parent, { nlink: Math.max(2, this.get(parent).nlink - 1) });
+      const next = this.journal.update(ino, { nlink, parents, ctimeNs: now });
+      if (nlink > 0) this.journal.markDirty(ino);
+      else this.maybeReclaim(ino);
+      return next;
+    });
+  }
+
+  /** Inodes with nlink 0 that are still referenced (open or looked up) — kept until released. */
+  rename(parent: number, name: string, newParent: number, newName: string, flags: number): void {
+    checkName(newName);
+    this.dir(parent);
+    this.dir(newParent);
+    const ino = this.journal.child(parent, name);
+    if (ino === undefined) throw fsErr(E.ENOENT);
+    const node = this.get(ino);
+    const targetIno = this.journal.child(newParent, newName);
+    if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE) || (flags & RENAME_NOREPLACE && flags & RENAME_EXCHANGE)) throw fsErr(E.EINVAL);
+    if (flags & RENAME_EXCHANGE && targetIno === undefined) throw fsErr(E.ENOENT);
+    if (flags & RENAME_NOREPLACE && targetIno !== undefined) throw fsErr(E.EEXIST);
+    if (targetIno === ino) return; // same inode (same name, or hard links of one file): POSIX says do nothing
+    if (node.kind === 'dir' && this.isAncestor(ino, newParent)) throw fsErr(E.EINVAL);
+    const target = targetIno === undefined ? undefined : this.get(targetIno);
+    if (flags & RENAME_EXCHANGE && target && target.kind === 'dir' && this.isAncestor(target.ino, parent)) throw fsErr(E.EINVAL);
+    if (target && !(flags & RENAME_EXCHANGE)) {
+      if (node.kind === 'dir' && target.kind !== 'dir') throw fsErr(E.ENOTDIR);
+      if (node.kind !== 'dir' && target.kind === 'dir') throw fsErr(E.EISDIR);
+      if (target.kind === 'dir') {
+        if (this.ensureLoaded(target.ino)) throw new NeedsLoad(target.ino);
+        if (this.journal.children(target.ino).size > 0) throw fsErr(E.ENOTEMPTY);
+      }
+    }
+    const now = nowNs();
+    this.journal.txn(() => {
+      if (flags & RENAME_EXCHANGE && target) {
+        this.journal.setChild(parent, name, target.ino);
+        this.journal.setChild(newParent, newName, ino);
+        this.reparent(ino, parent, newParent, now);
+        this.reparent(target.ino, newParent, parent, now);
+      } else {
+        if (target) this.remove(newParent, newName, target.kind === 'dir');
+        this.journal.removeChild(parent, name);
+        this.journal.setChild(newParent, newName, ino);
+        this.reparent(ino, parent, newParent, now);
+      }
+      this.touchDir(parent, now);
+      if (newParent !== parent) this.touchDir(newParent, now);
+    });
+  }
+
+  private reparent(ino: number, from: number, to: number, now: bigint): void {
+    const node = this.get(ino);
+    const parents = [...node.parents];
+    const at = parents.indexOf(from);
+    if (at >= 0) parents.splice(at, 1);
+    parents.push(to);
+    this.journal.update(ino, { parents, ctimeNs: now });
+    if (node.kind === 'dir' && from !== to) {
+      this.journal.update(from, { nlink: Math.max(2, this.get(from).nlink - 1) });
+      this.journal.update(to, { nlink: this.get(to).nlink + 1 });
+    }
+    this.journal.markDirty(ino);
+  }
+
+  private isAncestor(maybeAncestor: number, ino: number): boolean {
+    let cur: number | undefined = ino;
+    for (let depth = 0; cur !== undefined && depth < 10_000; depth++) {
+      if (cur === maybeAncestor) return true;
+      const n = this.journal.get(cur);
+      cur = n?.parents[0];
+    }
+    return false;
+  }
+
+  link(ino: number, newParent: number, newName: string): Inode {
+    checkName(newName);
+    this.dir(newParent);
+    const node = this.get(ino);
+    if (node.kind === 'dir') throw fsErr(E.EPERM);
+    if (node.nlink === 0) throw fsErr(E.ENOENT);
+    if (this.journal.child(newParent, newName) !== undefined) throw fsErr(E.EEXIST);
+    const now = nowNs();
+    return this.journal.txn(() => {
+      this.journal.setChild(newParent, newName, ino);
+      const next = this.journal.update(ino, {
+        nlink: node.nlink + 1, parents: [...node.parents, newParent], ctimeNs: now,
+        linkId: node.linkId ?? 1 + Math.floor(Math.random() * 0xfffffffe),
+      });
+      this.touchDir(newParent, now);
+      this.journal.markDirty(ino);
+      return next;
+    });
+  }
+
+  /** chmod/chown/utimens (size changes go through the content layer). */
+  setMeta(ino: number, set: { mode?: number; uid?: number; gid?: number; atimeNs?: bigint; mtimeNs?: bigint; ctimeNs?: bigint }): Inode {
+    const node = this.get(ino);
+    const now = nowNs();
+    const patch: Partial<Inode> = { ctimeNs: set.ctimeNs ?? now };
+    if (set.mode !== undefined) patch.mode = set.mode & 0o7777;
+    if (set.uid !== undefined) patch.uid = set.uid;
+    if (set.gid !== undefined) patch.gid = set.gid;
+    // chown by anyone clears setuid/setgid of regular files (as the kernel does on local filesystems)
+    if ((set.uid !== undefined || set.gid !== undefined) && node.kind === 'file' && set.mode === undefined) {
+      patch.mode = node.mode & ~0o6000;
+    }
+    if (set.atimeNs !== undefined) patch.atimeNs = set.atimeNs;
+    if (set.mtimeNs !== undefined) patch.mtimeNs = set.mtimeNs;
+    return this.journal.txn(() => {
+      const next = this.journal.update(ino, patch);
+      // atime-only changes are not worth a seal
+      if (set.mode !== undefined || set.uid !== undefined || set.gid !== undefined || set.mtimeNs !== undefined) this.journal.markDirty(ino);
+      return next;
+    });
+  }
+
+  // ---- xattrs --------------------------------------------------------------------------------------
+
+  getXattr(ino: number, name: string): Buffer | undefined {
+    return this.get(ino).xattrs?.find(([n]) => n === name)?.[1];
+  }
+
+  listXattrs(ino: number): string[] {
+    return (this.get(ino).xattrs ?? []).map(([n]) => n);
+  }
+
+  setXattr(ino: number, name: string, value: Buffer, flags: number): void {
+    const node = this.get(ino);
+    if (Buffer.byteLength(name) > 255 || name.length === 0) throw fsErr(E.ERANGE);
+    if (value.length > 65536) throw fsErr(E.E2BIG);
+    const list = [...(node.xattrs ?? [])];
+    const at = list.findIndex(([n]) => n === name);
+    if (flags & 1 && at >= 0) throw fsErr(E.EEXIST);
+    if (flags & 2 && at < 0) throw fsErr(E.ENODATA);
+    if (at < 0 && list.length >= 1024) throw fsErr(E.ENOSPC);
+    const copy = Buffer.from(value);
+    if (at >= 0) list[at] = [name, copy];
+    else list.push([name, copy]);
+    list.sort((a, b) => (a[0] < b[0] ? -1 : 1));
+    this.journal.txn(() => {
+      this.journal.update(ino, { xattrs: list, ctimeNs: nowNs() });
+      this.journal.markDirty(ino);
+    });
+  }
+
+  removeXattr(ino: number, name: string): void {
+    const node = this.get(ino);
+    const list = (node.xattrs ?? []).filter(([n]) => n !== name);
+    if (list.length === (node.xattrs ?? []).length) throw fsErr(E.ENODATA);
+    this.journal.txn(() => {
+      this.journal.update(ino, { xattrs: list, ctimeNs: nowNs() });
+      this.journal.markDirty(ino);
+    });
+  }
+}
+
+/** Thrown when an operation needs a directory that is not loaded yet: await ensureLoaded and retry. */
+export class NeedsLoad extends Error {
+  constructor(readonly ino: number) {
+    super(`directory ${ino} not loaded`);
+  }
+}
+
+export function inodeFromEntry(ino: number, e: TreeEntry, parent: number): Inode {
+  const node: Inode = {
+    ino, kind: e.kind, mode: e.mode & 0o7777, uid: e.uid, gid: e.gid, size: e.size,
+    atimeNs: e.mtimeNs, mtimeNs: e.mtimeNs, ctimeNs: e.ctimeNs,
+    nlink: e.kind === 'dir' ? (e.nlink ?? 2) : (e.nlink ?? 1), parents: [parent],
+  };
+  if (e.xattrs && e.xattrs.length > 0) node.xattrs = e.xattrs;
+  if (e.target !== undefined) node.target = e.target;
+  if (e.rdev) node.rdev = e.rdev;
+  if (e.link !== undefined) node.linkId = e.link;
+  if (e.kind === 'file') {
+    node.blocks = e.blocks ?? [];
+    node.sealedSize = e.size;
+  }
+  if (e.kind === 'dir') {
+    if (e.tree) {
+      node.tree = e.tree;
+      node.loaded = false;
+    } else node.loaded = true;
+  }
+  return node;
+}
