@@ -1,0 +1,327 @@
+/*
+ * Mounting, serving and unmounting one FUSE session on Node's main loop.
+ *
+ * - mount: fuse_session_new + fuse_session_mount (through fusermount3 when auto_unmount is asked, which
+ *   then removes the mount if this process dies), then the fd goes non-blocking and close-on-exec (as does
+ *   fusermount3's socket, or a child process would keep the auto-unmount from ever firing), and a
+ *   custom-io shim patches FUSE_PARALLEL_DIROPS into the INIT reply: libfuse 3.14 computes the capability
+ *   but never sends it, and without it the kernel serializes every lookup/readdir of a directory behind
+ *   one that is answered later.
+ * - serve: a uv_poll_t on the fd; each wake-up drains up to DRAIN_MAX requests until EAGAIN inside one
+ *   handle scope and one callback scope (so promise jobs and nextTicks queued by handlers run after).
+ * - unmount: stop the poll first (fuse_session_unmount closes the fd), answer outstanding requests with
+ *   EIO, unmount, destroy. Never from inside a handler: a call made there is deferred to the end of the
+ *   drain. An external unmount or a connection abort shows up as a poll error or ENODEV.
+ */
+#include "hf.h"
+#include <linux/fuse.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define DRAIN_MAX 64
+#define MAX_SESSIONS 64
+
+static hf_session *sessions[MAX_SESSIONS];
+static char last_log[512];
+
+static void capture_log(enum fuse_log_level level, const char *fmt, va_list ap) {
+  char line[512];
+  vsnprintf(line, sizeof(line), fmt, ap);
+  if (level <= FUSE_LOG_ERR) {
+    size_t n = strlen(line);
+    while (n && line[n - 1] == '\n') line[--n] = 0;
+    snprintf(last_log, sizeof(last_log), "%s", line);
+  }
+  fputs(line, stderr);
+  if (line[0] && line[strlen(line) - 1] != '\n') fputc('\n', stderr);
+}
+
+/* custom io: plain read/writev, recording the INIT request and patching its reply. */
+static ssize_t io_read(int fd, void *buf, size_t len, void *ud) {
+  hf_session *s = ud;
+  ssize_t r = read(fd, buf, len);
+  if (!s->init_patched && r >= (ssize_t)sizeof(struct fuse_in_header)) {
+    const struct fuse_in_header *in = buf;
+    if (in->opcode == FUSE_INIT) s->init_unique = in->unique;
+  }
+  return r;
+}
+static ssize_t io_writev(int fd, struct iovec *iov, int count, void *ud) {
+  hf_session *s = ud;
+  if (!s->init_patched && s->init_unique && count >= 2) {
+    const struct fuse_out_header *out = iov[0].iov_base;
+    if (out->unique == s->init_unique) {
+      s->init_patched = 1;
+      if (out->error == 0 && iov[1].iov_len >= offsetof(struct fuse_init_out, flags) + sizeof(uint32_t)) {
+        struct fuse_init_out init;
+        size_t n = iov[1].iov_len < sizeof(init) ? iov[1].iov_len : sizeof(init);
+        memset(&init, 0, sizeof(init));
+        memcpy(&init, iov[1].iov_base, n);
+        init.flags |= FUSE_PARALLEL_DIROPS;
+        struct iovec v[2] = { iov[0], { &init, n } };
+        if (count == 2) return writev(fd, v, 2);
+      }
+    }
+  }
+  return writev(fd, iov, count);
+}
+
+static void poll_closed(uv_handle_t *h) { free(h); }
+
+static void finish_async(hf_session *s) {
+  napi_env env = s->env;
+  for (int i = 0; i < OP_COUNT; i++) if (s->fn[i]) { napi_delete_reference(env, s->fn[i]); s->fn[i] = NULL; }
+  if (s->ops_ref) { napi_delete_reference(env, s->ops_ref); s->ops_ref = NULL; }
+  if (s->actx) { napi_async_destroy(env, s->actx); s->actx = NULL; }
+  if (s->resource) { napi_delete_reference(env, s->resource); s->resource = NULL; }
+}
+
+/*
+ * external: the kernel side went away (fusermount -u, umount, abort): report through onUnmounted.
+ * exiting: the process is exiting (maybe from inside a handler): unmount only, call no JS, free nothing.
+ */
+void hf_session_teardown(hf_session *s, const char *reason, int external, int exiting) {
+  if (s->state != S_MOUNTED) return;
+  if (s->depth > 0 && !exiting) { s->unmount_pending = 1; return; }
+  s->state = S_CLOSING;
+  napi_env env = s->env;
+  uv_poll_stop(s->poll);
+  if (external) fuse_session_exit(s->se);
+  if (!exiting) uv_close((uv_handle_t *)s->poll, poll_closed);
+  if (!exiting) hf_slots_orphan(env, s, EIO);
+  fuse_session_unmount(s->se);  /* closes the fd; unmounts unless the kernel already did */
+  s->fd = -1;
+  if (s->commfd >= 0) { close(s->commfd); s->commfd = -1; }
+  for (int i = 0; i < MAX_SESSIONS; i++) if (sessions[i] == s) sessions[i] = NULL;
+  if (exiting) { s->state = S_CLOSED; return; }
+  fuse_session_destroy(s->se);  /* calls the JS destroy handler */
+  s->se = NULL;
+  free(s->buf.mem); s->buf.mem = NULL;
+  s->state = S_CLOSED;
+  if (external && s->on_unmounted) {
+    napi_value cb, self, arg, result;
+    napi_get_reference_value(env, s->on_unmounted, &cb);
+    napi_get_undefined(env, &self);
+    napi_create_string_utf8(env, reason, NAPI_AUTO_LENGTH, &arg);
+    if (cb && napi_call_function(env, self, cb, 1, &arg, &result) != napi_ok) {
+      napi_value exc;
+      if (napi_get_and_clear_last_exception(env, &exc) == napi_ok && !s->pending_exc)
+        napi_create_reference(env, exc, 1, &s->pending_exc);
+    }
+  }
+  if (s->on_unmounted) { napi_delete_reference(env, s->on_unmounted); s->on_unmounted = NULL; }
+  finish_async(s);
+}
+
+static void on_poll(uv_poll_t *h, int status, int events) {
+  hf_session *s = h->data;
+  napi_env env = s->env;
+  if (s->state != S_MOUNTED) return;
+  napi_handle_scope hs; napi_callback_scope cs; napi_value resource;
+  napi_open_handle_scope(env, &hs);
+  napi_get_reference_value(env, s->resource, &resource);
+  napi_open_callback_scope(env, resource, s->actx, &cs);
+  const char *ended = NULL;
+  if (status < 0) {
+    ended = "connection closed (external unmount or abort)";
+  } else {
+    s->depth++;
+    for (int n = 0; n < DRAIN_MAX && !s->unmount_pending; n++) {
+      int res = fuse_session_receive_buf(s->se, &s->buf);
+      if (res == -EAGAIN) break;
+      if (res == -EINTR) continue;
+      if (res <= 0 || fuse_session_exited(s->se)) { ended = "connection closed (external unmount or abort)"; break; }
+      fuse_session_process_buf(s->se, &s->buf);
+      if (s->nintr) hf_deliver_interrupts(s);
+      if (fuse_session_exited(s->se)) { ended = "session ended by libfuse"; break; }
+    }
+    s->depth--;
+  }
+  if (ended) hf_session_teardown(s, ended, 1, 0);
+  else if (s->unmount_pending) hf_session_teardown(s, "unmount", 0, 0);
+  napi_ref pending = s->pending_exc;
+  s->pending_exc = NULL;
+  if (s->state == S_CLOSED) free(s);
+  if (pending) {
+    napi_value exc;
+    napi_get_reference_value(env, pending, &exc);
+    napi_delete_reference(env, pending);
+    napi_fatal_exception(env, exc);
+  }
+  napi_close_callback_scope(env, cs);
+  napi_close_handle_scope(env, hs);
+}
+
+static int fd_is_open_before[4096];
+
+/* mount(mountpoint, args: string[], ops, onUnmounted, writebackCache, maxWrite) -> session handle */
+napi_value hf_mount(napi_env env, napi_callback_info info) {
+  size_t argc = 6; napi_value argv[6];
+  HF_CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  char mnt[4096]; size_t n;
+  if (argc < 6 || napi_get_value_string_utf8(env, argv[0], mnt, sizeof(mnt), &n) != napi_ok) {
+    napi_throw_type_error(env, NULL, "mount(mountpoint, args, ops, onUnmounted, writebackCache, maxWrite)");
+    return NULL;
+  }
+  int slot = -1;
+  for (int i = 0; i < MAX_SESSIONS; i++) if (!sessions[i]) { slot = i; break; }
+  if (slot < 0) { napi_throw_error(env, NULL, "too many FUSE mounts in this process"); return NULL; }
+
+  hf_session *s = calloc(1, sizeof(*s));
+  s->env = env; s->fd = -1; s->commfd = -1;
+  napi_create_reference(env, argv[2], 1, &s->ops_ref);
+  for (int i = 0; i < OP_COUNT; i++) {
+    napi_value f; napi_valuetype t;
+    if (napi_get_named_property(env, argv[2], hf_op_names[i], &f) == napi_ok &&
+        napi_typeof(env, f, &t) == napi_ok && t == napi_function)
+      napi_create_reference(env, f, 1, &s->fn[i]);
+  }
+  napi_valuetype cbt; napi_typeof(env, argv[3], &cbt);
+  if (cbt == napi_function) napi_create_reference(env, argv[3], 1, &s->on_unmounted);
+  bool wb = false; napi_get_value_bool(env, argv[4], &wb);
+  double mw = 0; napi_get_value_double(env, argv[5], &mw);
+  s->settings.writeback_cache = wb;
+  s->settings.max_write = mw > 0 ? (unsigned)mw : 0;
+  hf_fill_llops(s);
+
+  uint32_t nargs = 0; napi_get_array_length(env, argv[1], &nargs);
+  char **av = calloc(nargs + 2, sizeof(char *));
+  av[0] = strdup("homefs");
+  for (uint32_t i = 0; i < nargs; i++) {
+    napi_value e; size_t len;
+    napi_get_element(env, argv[1], i, &e);
+    napi_get_value_string_utf8(env, e, NULL, 0, &len);
+    av[i + 1] = malloc(len + 1);
+    napi_get_value_string_utf8(env, e, av[i + 1], len + 1, &len);
+  }
+  struct fuse_args fargs = FUSE_ARGS_INIT((int)nargs + 1, av);
+  last_log[0] = 0;
+  fuse_set_log_func(capture_log);
+
+  /* Remember which fds exist, to mark the ones the mount creates close-on-exec. */
+  memset(fd_is_open_before, 0, sizeof(fd_is_open_before));
+  DIR *d = opendir("/proc/self/fd");
+  if (d) { struct dirent *de; while ((de = readdir(d))) { int fd = atoi(de->d_name); if (fd >= 0 && fd < 4096) fd_is_open_before[fd] = 1; } closedir(d); }
+
+  const char *fail = NULL;
+  s->se = fuse_session_new(&fargs, &s->llops, sizeof(s->llops), s);
+  if (!s->se) fail = "invalid mount options";
+  else if (fuse_session_mount(s->se, mnt) != 0) fail = "mount failed";
+  fuse_opt_free_args(&fargs);
+  for (uint32_t i = 0; i < nargs + 1; i++) free(av[i]);
+  free(av);
+  if (fail) {
+    char msg[4800];
+    snprintf(msg, sizeof(msg), "%s%s%s", fail, last_log[0] ? ": " : "", last_log);
+    if (s->se) fuse_session_destroy(s->se);
+    finish_async(s);
+    if (s->on_unmounted) napi_delete_reference(env, s->on_unmounted);
+    free(s);
+    napi_throw_error(env, NULL, msg);
+    return NULL;
+  }
+  s->fd = fuse_session_fd(s->se);
+  d = opendir("/proc/self/fd");
+  if (d) {
+    int dfd = dirfd(d); struct dirent *de;
+    while ((de = readdir(d))) {
+      if (de->d_name[0] == '.') continue;
+      int fd = atoi(de->d_name);
+      if (fd < 0 || fd >= 4096 || fd_is_open_before[fd] || fd == dfd) continue;
+      fcntl(fd, F_SETFD, FD_CLOEXEC);
+      struct stat st;
+      int dom = 0; socklen_t dl = sizeof(dom);
+      if (fd != s->fd && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+          getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl) == 0 && dom == AF_UNIX)
+        s->commfd = fd;
+    }
+    closedir(d);
+  }
+  fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
+  fcntl(s->fd, F_SETFD, FD_CLOEXEC);
+  struct fuse_custom_io io = { .read = io_read, .writev = io_writev };
+  fuse_session_custom_io(s->se, &io, s->fd);
+  s->mountpoint = strdup(mnt);
+
+  napi_value resource, name;
+  napi_create_object(env, &resource);
+  napi_create_reference(env, resource, 1, &s->resource);
+  napi_create_string_utf8(env, "homefs:fuse", NAPI_AUTO_LENGTH, &name);
+  napi_async_init(env, resource, name, &s->actx);
+
+  uv_loop_t *loop; napi_get_uv_event_loop(env, &loop);
+  s->poll = malloc(sizeof(uv_poll_t));
+  uv_poll_init(loop, s->poll, s->fd);
+  s->poll->data = s;
+  uv_poll_start(s->poll, UV_READABLE, on_poll);
+  s->state = S_MOUNTED;
+  sessions[slot] = s;
+
+  static uint64_t next_id;
+  s->id = ++next_id;
+  napi_value handle;
+  napi_create_external(env, (void *)(uintptr_t)s->id, NULL, NULL, &handle);
+  return handle;
+}
+
+static hf_session *get_session(napi_env env, napi_value v) {
+  void *p = NULL;
+  if (napi_get_value_external(env, v, &p) != napi_ok) return NULL;
+  uint64_t id = (uint64_t)(uintptr_t)p;
+  for (int i = 0; i < MAX_SESSIONS; i++) if (sessions[i] && sessions[i]->id == id) return sessions[i];
+  return NULL;  /* already unmounted */
+}
+
+/* unmount(session, exiting) */
+napi_value hf_unmount(napi_env env, napi_callback_info info) {
+  size_t argc = 2; napi_value argv[2];
+  HF_CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  hf_session *s = get_session(env, argv[0]);
+  if (!s) return NULL;
+  bool exiting = false; napi_get_value_bool(env, argv[1], &exiting);
+  hf_session_teardown(s, "unmount", 0, exiting);
+  if (s->state == S_CLOSED && !exiting) free(s);
+  return NULL;
+}
+
+void hf_unmount_all_at_exit(void) {
+  for (int i = 0; i < MAX_SESSIONS; i++) if (sessions[i]) hf_session_teardown(sessions[i], "exit", 0, 1);
+}
+
+/* invalInode(session, ino, off, len) -> 0 | -errno */
+napi_value hf_inval_inode(napi_env env, napi_callback_info info) {
+  size_t argc = 4; napi_value argv[4]; napi_value r;
+  HF_CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  hf_session *s = get_session(env, argv[0]);
+  int res = -ENOTCONN;
+  if (s && s->state == S_MOUNTED) {
+    double ino = 0, off = 0, len = 0;
+    napi_get_value_double(env, argv[1], &ino); napi_get_value_double(env, argv[2], &off);
+    napi_get_value_double(env, argv[3], &len);
+    res = fuse_lowlevel_notify_inval_inode(s->se, (fuse_ino_t)ino, (off_t)off, (off_t)len);
+  }
+  napi_create_int32(env, res, &r); return r;
+}
+
+/* invalEntry(session, parent, name) -> 0 | -errno */
+napi_value hf_inval_entry(napi_env env, napi_callback_info info) {
+  size_t argc = 3; napi_value argv[3]; napi_value r;
+  HF_CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  hf_session *s = get_session(env, argv[0]);
+  int res = -ENOTCONN;
+  char name[1024]; size_t n = 0;
+  if (s && s->state == S_MOUNTED && napi_get_value_string_utf8(env, argv[2], name, sizeof(name), &n) == napi_ok) {
+    double parent = 0; napi_get_value_double(env, argv[1], &parent);
+    res = fuse_lowlevel_notify_inval_entry(s->se, (fuse_ino_t)parent, name, n);
+  }
+  napi_create_int32(env, res, &r); return r;
+}

@@ -1,0 +1,64 @@
+/**
+ * homefs FUSE binding: `mount(mountpoint, ops, opts)` serves `ops` (see types.ts) on a real mount through
+ * the native addon (native/, libfuse3 low-level API on Node's main loop). Handlers run on the main thread;
+ * they must answer every request exactly once, synchronously or later, and must never do synchronous I/O
+ * on their own mountpoint.
+ */
+import { readFileSync, statSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import type { MountOptions, Ops, Session } from './types.js';
+import { loadAddon } from './native.js';
+import { FuseSession } from './session.js';
+import { track, untrack } from './exit-hooks.js';
+
+export type * from './types.js';
+
+function escapeOpt(v: string): string { return v.replace(/\\/g, '\\\\').replace(/,/g, '\\,'); }
+
+function isMountPoint(abs: string): boolean {
+  try {
+    const lines = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
+    // field 5 is the mount point, octal-escaped
+    return lines.some((l) => l.split(' ')[4]?.replace(/\\(\d{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))) === abs);
+  } catch { return false; }
+}
+
+function precheck(abs: string): void {
+  let st;
+  try { st = statSync(abs); } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOTCONN') throw new Error(`cannot mount on ${abs}: a dead FUSE mount is there (transport endpoint is not connected); run: fusermount3 -u ${abs}`);
+    throw new Error(`cannot mount on ${abs}: ${code === 'ENOENT' ? 'no such directory' : (e as Error).message}`);
+  }
+  if (!st.isDirectory()) throw new Error(`cannot mount on ${abs}: not a directory`);
+  if (!existsSync('/dev/fuse')) throw new Error('cannot mount: /dev/fuse is missing (load the fuse module, or give the container --device /dev/fuse)');
+  if (isMountPoint(abs)) throw new Error(`cannot mount on ${abs}: busy (already a mount point)`);
+}
+
+export function mountArgs(opts: MountOptions): string[] {
+  const o = [`fsname=${escapeOpt(opts.fsname ?? 'homefs')}`, `subtype=${escapeOpt(opts.subtype ?? 'homefs')}`];
+  if (opts.allowOther) o.push('allow_other');
+  if (opts.defaultPermissions) o.push('default_permissions');
+  if (opts.readOnly) o.push('ro');
+  if (opts.autoUnmount ?? true) o.push('auto_unmount');
+  if (opts.debug) o.push('debug');
+  return ['-o', o.join(',')];
+}
+
+/** Mounts `ops` on `mountpoint`; throws an Error with a one-line message if that fails. */
+export function mount(mountpoint: string, ops: Ops, opts: MountOptions = {}): Session {
+  const abs = path.resolve(mountpoint);
+  precheck(abs);
+  const addon = loadAddon();
+  const session = new FuseSession(addon, undefined, abs, untrack);
+  let handle;
+  try {
+    handle = addon.mount(abs, mountArgs(opts), ops, (reason) => session.externallyUnmounted(reason),
+      opts.writebackCache ?? false, opts.maxWrite ?? 0);
+  } catch (e) {
+    throw new Error(`cannot mount on ${abs}: ${(e as Error).message.replace(/\s+/g, ' ')}`);
+  }
+  session.attach(handle);
+  track(session);
+  return session;
+}

@@ -1,0 +1,70 @@
+/**
+ * Loads the compiled addon (native/build/Release/homefs_fuse.node, built by `npm install` through node-gyp)
+ * and describes its raw interface. Only src/fuse/ talks to this; everything else uses `Session`.
+ *
+ * Fixed-size replies pass their fields through one shared Float64Array (`scratch`, layout = the SC_*
+ * enum in native/src/hf.h) because typed-array writes from JS are far cheaper than N-API property reads.
+ */
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import type { Req } from './types.js';
+
+/** Opaque handle of one mounted session inside the addon. */
+export type NativeSession = object;
+
+export interface NativeAddon {
+  mount(mountpoint: string, args: string[], ops: object, onUnmounted: (reason: string) => void,
+    writebackCache: boolean, maxWrite: number): NativeSession;
+  unmount(s: NativeSession, exiting: boolean): void;
+  invalInode(s: NativeSession, ino: number, off: number, len: number): number;
+  invalEntry(s: NativeSession, parent: number, name: string): number;
+  setScratch(a: Float64Array): void;
+  replyErr(req: Req, errno: number): void;
+  replyNone(req: Req): void;
+  replyEntry(req: Req): void;
+  replyCreate(req: Req): void;
+  replyAttr(req: Req): void;
+  replyReadlink(req: Req, target: string): void;
+  replyOpen(req: Req): void;
+  replyWrite(req: Req, count: number): void;
+  replyBuf(req: Req, data: Uint8Array): void;
+  replyXattrSize(req: Req, size: number): void;
+  replyStatfs(req: Req): void;
+  replyLseek(req: Req, off: number): void;
+  /** names joined by '/', nums = DIR_STRIDE or DIRPLUS_STRIDE doubles per entry; returns entries packed. */
+  replyDir(req: Req, size: number, count: number, names: string, nums: Float64Array, plus: boolean): number;
+  ctx(req: Req): { uid: number; gid: number; pid: number; umask: number };
+}
+
+/** Indexes into the scratch array (must match native/src/hf.h). */
+export const SC = {
+  ino: 0, mode: 1, nlink: 2, uid: 3, gid: 4, rdev: 5, size: 6, blocks: 7, blksize: 8,
+  atime: 9, atimeNs: 10, mtime: 11, mtimeNs: 12, ctime: 13, ctimeNs: 14,
+  nodeid: 15, generation: 16, attrTimeout: 17, entryTimeout: 18, fh: 19, openFlags: 20, total: 21,
+} as const;
+export const DIR_STRIDE = 3;
+export const DIRPLUS_STRIDE = 20;
+
+function findAddon(): string {
+  // dist/src/fuse/native.js and src/fuse/native.ts both sit three levels below the repo root.
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  for (const up of ['../..', '../../..']) {
+    const p = path.resolve(here, up, 'native/build/Release/homefs_fuse.node');
+    if (existsSync(p)) return p;
+  }
+  throw new Error('homefs FUSE addon not built (native/build/Release/homefs_fuse.node missing): run `npm install` (needs libfuse3-dev, python3, make, a C compiler)');
+}
+
+let addon: NativeAddon | undefined;
+export const scratch = new Float64Array(SC.total);
+
+export function loadAddon(): NativeAddon {
+  if (!addon) {
+    const require = createRequire(import.meta.url);
+    addon = require(findAddon()) as NativeAddon;
+    addon.setScratch(scratch);
+  }
+  return addon;
+}
