@@ -8,6 +8,11 @@ export type Register = (program: Command) => void;
 export async function loadCommands(): Promise<Register[]> {
   const modules: string[] = [
     // one line per command module, e.g. './push.js'
+    './push.js',
+    './pull.js',
+    './log.js',
+    './ls.js',
+    './cat.js',
   ];
   const out: Register[] = [];
   for (const m of modules) out.push(((await import(m)) as { register: Register }).register);

@@ -1,0 +1,48 @@
+/**
+ * `homefs log <org>/<home>`: the home's history, newest first (one line per HEAD generation).
+ */
+import type { Command } from 'commander';
+import { listHistory } from '../snapshot/heads.js';
+import { ObjectStore } from '../snapshot/objects.js';
+import { UserError } from '../util/errors.js';
+import { mapLimit } from '../util/concurrency.js';
+import { parseHomeRef } from '../util/names.js';
+import { addStoreOption, exitQuietlyOnEpipe, formatBytes, withStore } from './store-option.js';
+
+interface Options {
+  store?: string;
+  json?: boolean;
+  limit: string;
+}
+
+export function register(program: Command): void {
+  addStoreOption(
+    program
+      .command('log')
+      .description('list the snapshots of <org>/<home>, newest first')
+      .argument('<home>', '<org>/<home>'),
+  )
+    .option('--json', 'print one JSON object per line')
+    .option('-n, --limit <n>', 'at most this many generations', '50')
+    .action(async (ref: string, opts: Options) => {
+      exitQuietlyOnEpipe();
+      const { org, home } = parseHomeRef(ref, false);
+      const limit = Number(opts.limit);
+      if (!Number.isInteger(limit) || limit < 1) throw new UserError(`invalid --limit '${opts.limit}': expected a positive integer`);
+      const rows = await withStore(opts.store, false, async (store) => {
+        const history = await listHistory(store, org, home, limit);
+        if (history.length === 0) throw new UserError(`home ${org}/${home} has no snapshots in ${store.url}`);
+        const objects = new ObjectStore(store, org);
+        return mapLimit(history, 16, async (h) => ({ gen: h.gen, id: h.snapshot, ...(await objects.getSnapshot(h.snapshot)) }));
+      });
+      for (const r of rows) {
+        if (opts.json) {
+          process.stdout.write(JSON.stringify(r) + '\n');
+        } else {
+          process.stdout.write(
+            `${String(r.gen).padStart(5)}  ${r.id.slice(0, 12)}  ${r.time}  ${r.host}  ${r.stats.files} files  ${formatBytes(r.stats.bytes)}  ${r.reason ?? ''}\n`,
+          );
+        }
+      }
+    });
+}

@@ -1,0 +1,46 @@
+/**
+ * `homefs pull <org>/<home>[@<snapshot>] <dir>`: materialize a snapshot (HEAD by default) as a new
+ * directory, written into a temporary sibling and renamed into place only when complete.
+ */
+import type { Command } from 'commander';
+import { ObjectStore } from '../snapshot/objects.js';
+import { pullSnapshot } from '../snapshot/pull.js';
+import { resolveHomeSnapshot } from '../snapshot/walk.js';
+import { parseHomeRef } from '../util/names.js';
+import { addStoreOption, formatBytes, withStore } from './store-option.js';
+
+interface Options {
+  store?: string;
+  json?: boolean;
+  xattrs: boolean;
+  owners?: boolean;
+}
+
+export function register(program: Command): void {
+  addStoreOption(
+    program
+      .command('pull')
+      .description('materialize a snapshot of <org>/<home> (HEAD unless @<snapshot>) into a new directory')
+      .argument('<home>', '<org>/<home>[@<snapshot>]')
+      .argument('<dir>', 'destination (must not exist, or be an empty directory)'),
+  )
+    .option('--json', 'print the result as one JSON object')
+    .option('--no-xattrs', 'do not restore extended attributes')
+    .option('--no-owners', 'do not restore owners even when running as root')
+    .action(async (ref: string, dir: string, opts: Options) => {
+      const { org, home, snapshot } = parseHomeRef(ref);
+      const res = await withStore(opts.store, false, async (store) => {
+        const id = await resolveHomeSnapshot(new ObjectStore(store, org), home, snapshot);
+        return pullSnapshot(store, org, id, dir, { xattrs: opts.xattrs, owners: opts.owners === false ? false : undefined });
+      });
+      if (opts.json) {
+        process.stdout.write(JSON.stringify({ home: `${org}/${home}`, ...res }) + '\n');
+        return;
+      }
+      process.stdout.write(
+        `pulled ${org}/${home}@${res.snapshot.slice(0, 12)} into ${res.path}: ${res.files} files, ${res.dirs} dirs, ${formatBytes(res.bytes)} in ${res.seconds.toFixed(2)} s` +
+          (res.skipped ? ` (${res.skipped} sockets/devices not recreated)` : '') +
+          '\n',
+      );
+    });
+}

@@ -1,0 +1,41 @@
+/**
+ * The `--store URL` option shared by commands that talk to a store: --store, else HOMEFS_STORE, else the
+ * file:// store in the user's data directory (config.ts). Opens the store, runs the command, closes it.
+ */
+import type { Command } from 'commander';
+import { defaultStoreUrl } from '../config.js';
+import { openStore } from '../store/open.js';
+import type { Store } from '../store/store.js';
+
+export function addStoreOption(cmd: Command): Command {
+  return cmd.option('--store <url>', 'store URL: file:///path or s3://bucket/prefix (default: $HOMEFS_STORE, else the local data directory)');
+}
+
+export async function withStore<T>(url: string | undefined, write: boolean, fn: (store: Store) => Promise<T>): Promise<T> {
+  const store = await openStore(url ?? defaultStoreUrl(), { write });
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+/** Human-readable byte count (binary units). */
+export function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return i === 0 ? `${n} B` : `${v.toFixed(1)} ${units[i]}`;
+}
+
+/** A reader that goes away (`homefs ls ... | head`) ends the command quietly instead of with EPIPE. */
+export function exitQuietlyOnEpipe(): void {
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(0);
+    throw e;
+  });
+}
