@@ -13,8 +13,8 @@
  *   `CorruptObjectError` and nothing is cached, so the next read tries the store again), and caches it.
  *
  * Whole-object reads from disk are re-verified (hashing is ~1 ms per 4 MiB); `read()` ranges of a file that
- * is only on disk are served by open+pread without re-hashing the whole block, relying on the atomic,
- * data-synced write of a file that was verified before it was written.
+ * is only on disk are served by one pread on a kept file handle (fdcache.ts) without re-hashing the whole
+ * block, relying on the atomic, data-synced write of a file that was verified before it was written.
  *
  * Buffers returned by `get()` and `read()` may be views of cached memory: callers must not modify them.
  */
@@ -25,7 +25,8 @@ import { assertHash, blockKey, metaKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { CorruptObjectError, StoreUnavailableError, errorMessage } from '../util/errors.js';
 import { validateName } from '../util/names.js';
-import { DiskFiles, type ObjectKind } from './diskfiles.js';
+import { DiskFiles, preadRange, type ObjectKind } from './diskfiles.js';
+import { FdCache } from './fdcache.js';
 import { DiskIndex } from './diskindex.js';
 import { FetchSlots, type Release } from './fetchslots.js';
 
@@ -69,6 +70,8 @@ export interface BlockCacheOptions {
   hash?: (data: Buffer) => string | Promise<string>;
   /** Prefetch requests queued beyond this are dropped. Default 65536. */
   maxPrefetchQueue?: number;
+  /** Open file handles kept for disk range reads. Default 32. */
+  openFiles?: number;
 }
 
 export const CACHE_DEFAULTS = {
@@ -76,6 +79,7 @@ export const CACHE_DEFAULTS = {
   fetchParallelism: 16,
   fetchTimeoutMs: 30_000,
   maxPrefetchQueue: 65_536,
+  openFiles: 32,
   /** A file's mtime (its persisted last use) is refreshed at most this often. */
   persistLastUseMs: 60_000,
 };
@@ -90,6 +94,7 @@ type State = 'new' | 'open' | 'closed';
 export class BlockCache {
   private readonly files: DiskFiles;
   private readonly index = new DiskIndex();
+  private readonly fds: FdCache;
   private readonly memory: LRUCache<string, Buffer> | undefined;
   /** Objects whose disk write is in progress: still readable while neither memory nor disk has them. */
   private readonly writing = new Map<string, { data: Buffer; done: Promise<void> }>();
@@ -109,6 +114,7 @@ export class BlockCache {
     validateName('org', opts.org);
     if (!(opts.maxBytes >= 0)) throw new Error(`cache maxBytes must be >= 0, got ${opts.maxBytes}`);
     this.files = new DiskFiles(opts.dir);
+    this.fds = new FdCache(Math.max(1, opts.openFiles ?? CACHE_DEFAULTS.openFiles));
     const memoryBytes = opts.memoryBytes ?? CACHE_DEFAULTS.memoryBytes;
     this.memory = memoryBytes > 0
       ? new LRUCache<string, Buffer>({ maxSize: memoryBytes, sizeCalculation: (b) => Math.max(1, b.length) })
@@ -156,15 +162,21 @@ export class BlockCache {
     const pending = this.inflight.get(k);
     if (pending) return this.count(await pending).subarray(offset, offset + length);
     try {
-      const r = await this.files.readRange('block', hash, offset, length);
-      if (r) {
-        this.counters.hits++;
-        this.counters.diskHits++;
-        this.touchOrAdopt('block', hash, r.size);
-        return r.data;
+      const lease = await this.fds.acquire(k, this.files.path('block', hash));
+      if (lease) {
+        try {
+          const data = await preadRange(lease.fh, lease.size, offset, length);
+          this.counters.hits++;
+          this.counters.diskHits++;
+          this.touchOrAdopt('block', hash, lease.size);
+          return data;
+        } finally {
+          lease.release();
+        }
       }
       this.forget('block', hash); // vanished underneath (another daemon evicted it)
     } catch (e) {
+      this.fds.invalidate(k);
       this.log?.warn({ op: 'cache.read', hash, err: errorMessage(e) }, 'cannot read cached block; fetching it again');
     }
     return this.count(await this.flight('block', hash, true)).subarray(offset, offset + length);
@@ -230,6 +242,7 @@ export class BlockCache {
     this.prefetchQueued.clear();
     await Promise.allSettled([...this.inflight.values()]);
     await this.flush();
+    await this.fds.closeAll();
     this.memory?.clear();
   }
 
@@ -382,6 +395,7 @@ export class BlockCache {
   private evict(keep?: string): void {
     for (const e of this.index.evictTo(this.opts.maxBytes, keep)) {
       this.counters.evictions++;
+      this.fds.invalidate(e.key);
       const { kind, hash } = parseKey(e.key);
       this.track(this.files.remove(kind, hash), 'cache.evict');
     }
@@ -404,7 +418,9 @@ export class BlockCache {
   }
 
   private forget(kind: ObjectKind, hash: string): void {
-    this.index.remove(cacheKey(kind, hash));
+    const k = cacheKey(kind, hash);
+    this.index.remove(k);
+    this.fds.invalidate(k);
   }
 
   /** Keeps a background promise for flush()/close(); its failure is logged, never unhandled. */

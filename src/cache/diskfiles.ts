@@ -10,6 +10,7 @@
  * appear or vanish underneath (ENOENT is an answer, not an error).
  */
 import { constants } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import { mkdir, open, readdir, readFile, rename, rm, stat, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -76,34 +77,6 @@ export class DiskFiles {
     }
   }
 
-  /**
-   * `length` bytes at `offset` (fewer at the end of the file), or undefined if the file does not exist.
-   * Also returns the file's size so a caller that did not index it can.
-   */
-  async readRange(kind: ObjectKind, hash: string, offset: number, length: number): Promise<{ data: Buffer; size: number } | undefined> {
-    let fh;
-    try {
-      fh = await open(this.path(kind, hash), 'r');
-    } catch (e) {
-      if (isEnoent(e)) return undefined;
-      throw e;
-    }
-    try {
-      const size = (await fh.stat()).size;
-      const want = Math.max(0, Math.min(length, size - offset));
-      const buf = Buffer.allocUnsafe(want);
-      let got = 0;
-      while (got < want) {
-        const { bytesRead } = await fh.read(buf, got, want - got, offset + got);
-        if (bytesRead === 0) break;
-        got += bytesRead;
-      }
-      return { data: got === want ? buf : buf.subarray(0, got), size };
-    } finally {
-      await fh.close();
-    }
-  }
-
   async remove(kind: ObjectKind, hash: string): Promise<void> {
     await unlink(this.path(kind, hash)).catch((e: unknown) => {
       if (!isEnoent(e)) throw e;
@@ -159,4 +132,17 @@ function ignoreExists(e: unknown): void {
 function emptyOnEnoent(e: unknown): string[] {
   if (isEnoent(e)) return [];
   throw e;
+}
+
+/** `length` bytes at `offset` of an open file of `size` bytes (fewer at its end, none past it). */
+export async function preadRange(fh: FileHandle, size: number, offset: number, length: number): Promise<Buffer> {
+  const want = Math.max(0, Math.min(length, size - offset));
+  const buf = Buffer.allocUnsafe(want);
+  let got = 0;
+  while (got < want) {
+    const { bytesRead } = await fh.read(buf, got, want - got, offset + got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
+  }
+  return got === want ? buf : buf.subarray(0, got);
 }
