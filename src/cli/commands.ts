@@ -13,6 +13,8 @@ export async function loadCommands(): Promise<Register[]> {
     './log.js',
     './ls.js',
     './cat.js',
+    './mount.js',
+    './control-cmds.js',
   ];
   const out: Register[] = [];
   for (const m of modules) out.push(((await import(m)) as { register: Register }).register);

@@ -1,0 +1,349 @@
+/**
+ * A mounted home and its lifecycle: waking → active ⇄ parked → securing → asleep.
+ *
+ * `wake` claims the lease, picks the base (local journal or HEAD), opens the block cache, mounts FUSE and
+ * starts the control socket. Activity keeps the home active; after `parkAfterMs` without requests it is
+ * parked, and a parked home with changes is sealed at most once per `idleSealMs`. `sleep` (also SIGTERM,
+ * SIGINT and an external umount) seals, unmounts, seals what the unmount flushed, and releases the lease.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, statfsSync } from 'node:fs';
+import { hostname } from 'node:os';
+import type { Server } from 'node:net';
+import type { Logger } from 'pino';
+import { BlockCache } from '../cache/blockcache.js';
+import { FuseAdapter } from '../fs/adapter.js';
+import type { Session, StatFs } from '../fuse/types.js';
+import { Content } from '../inodes/content.js';
+import type { Journal } from '../inodes/journal.js';
+import { UpperFiles } from '../inodes/upper.js';
+import { HomeView } from '../inodes/view.js';
+import { decodeTree } from '../snapshot/codec.js';
+import { Excludes } from '../snapshot/excludes.js';
+import { ObjectStore } from '../snapshot/objects.js';
+import { seal, type SealResult } from '../snapshot/seal.js';
+import { openStore } from '../store/open.js';
+import type { Store } from '../store/store.js';
+import { HeadConflictError, UserError, errorMessage } from '../util/errors.js';
+import { chooseBase } from './base.js';
+import { serveControl, type ControlReply, type ControlRequest } from './control.js';
+import { Lease } from './lease.js';
+import { homePaths, type HomePaths } from './paths.js';
+import { acquirePidLock } from './pidlock.js';
+import { Sealer } from './sealer.js';
+
+export type HomeState = 'waking' | 'active' | 'parked' | 'securing' | 'asleep';
+
+export interface MountConfig {
+  org: string;
+  home: string;
+  mountpoint: string;
+  storeUrl: string;
+  stateDir?: string;
+  cacheDir?: string;
+  cacheBytes: number;
+  fsync: 'store' | 'local';
+  readOnly: boolean;
+  allowOther: boolean;
+  takeover: boolean;
+  quotaBytes: number;
+  idleSealMs: number;
+  parkAfterMs: number;
+  leaseTtlMs: number;
+  excludes: string[];
+}
+
+type MountFn = (mountpoint: string, ops: ReturnType<FuseAdapter['ops']>, opts: Record<string, unknown>) => Session;
+
+export class MountedHome {
+  state: HomeState = 'waking';
+  private lastActivity = Date.now();
+  private lastSealAt = 0;
+  private lastSnapshot: string | null = null;
+  private lastError: string | null = null;
+  private seals = 0;
+  private bytesUploaded = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private control: Server | undefined;
+  private session: Session | undefined;
+  private sleeping: Promise<SealResult | null> | undefined;
+  private statfsCache: StatFs | undefined;
+  private readonly sealer: Sealer<SealResult | null>;
+  private readonly host = hostname();
+
+  private constructor(
+    readonly cfg: MountConfig,
+    readonly paths: HomePaths,
+    private readonly log: Logger,
+    private readonly store: Store,
+    private readonly objects: ObjectStore,
+    private readonly cache: BlockCache,
+    private readonly journal: Journal,
+    private readonly upper: UpperFiles,
+    private readonly content: Content,
+    private readonly view: HomeView,
+    private readonly lease: Lease | undefined,
+    private readonly unlock: () => void,
+  ) {
+    this.sealer = new Sealer((reason) => this.sealNow(reason));
+    this.lastSnapshot = journal.base().snapshot;
+  }
+
+  static async wake(cfg: MountConfig, log: Logger, mountFn: MountFn): Promise<MountedHome> {
+    const paths = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir);
+    mkdirSync(paths.stateDir, { recursive: true, mode: 0o700 });
+    const unlock = acquirePidLock(paths.pidFile, `${cfg.org}/${cfg.home}`);
+    try {
+      const store = await openStore(cfg.storeUrl, { write: !cfg.readOnly });
+      const objects = new ObjectStore(store, cfg.org);
+      const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log });
+      await cache.init();
+      const blocks = {
+        read: (h: string, off: number, len: number) => cache.read(h, off, len),
+        get: (h: string) => cache.get('block', h),
+        prefetch: (hs: string[]) => cache.prefetch('block', hs),
+      };
+      const upper = new UpperFiles(paths.upper);
+      const excludes = new Excludes(cfg.excludes);
+      const contentOpts = { readaheadBlocks: 4, quotaBytes: cfg.quotaBytes };
+      const lease = cfg.readOnly ? undefined : await MountedHome.claimLease(cfg, store, paths, log);
+      const fence = lease !== undefined && cfg.takeover;
+      const choice = await chooseBase(objects, cfg.org, cfg.home, paths, fence, log, async (stale) => {
+        const c = new Content(stale, upper, blocks, contentOpts);
+        try {
+          await seal({ journal: stale, content: c, upper, objects, excludes, org: cfg.org, home: cfg.home, host: hostname(), parallelism: 4 }, 'conflict');
+        } catch (e) {
+          if (!(e instanceof HeadConflictError)) throw e;
+          log.warn({ err: e.message }, 'local changes kept as a conflict snapshot');
+        }
+      });
+      const journal = choice.journal;
+      const content = new Content(journal, upper, blocks, contentOpts);
+      content.usedBytes = journal.getMeta<{ bytes: number }>('stats')?.bytes ?? 0;
+      const view = new HomeView(journal, {
+        getTree: async (h) => decodeTree(await cache.get('meta', h), h),
+        prefetchTrees: (hs) => cache.prefetch('meta', hs),
+      });
+      view.onReclaim = (ino) => {
+        content.dropInode(ino);
+        void upper.remove(ino);
+      };
+      view.initRoot(choice.rootTree, {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
+      const h = new MountedHome(cfg, paths, log, store, objects, cache, journal, upper, content, view, lease, unlock);
+      h.mount(mountFn);
+      return h;
+    } catch (e) {
+      unlock();
+      throw e;
+    }
+  }
+
+  private static async claimLease(cfg: MountConfig, store: Store, paths: HomePaths, log: Logger): Promise<Lease> {
+    // The lease token identifies this state directory, so a crashed daemon's successor reclaims at once.
+    const tokenFile = `${paths.stateDir}/lease-token`;
+    const { readFileSync, writeFileSync } = await import('node:fs');
+    let token: string;
+    try {
+      token = readFileSync(tokenFile, 'utf8').trim();
+    } catch {
+      token = randomBytes(16).toString('hex');
+      writeFileSync(tokenFile, token, { mode: 0o600 });
+    }
+    const lease = new Lease(store, cfg.org, cfg.home, token, cfg.mountpoint, cfg.leaseTtlMs, (by) => {
+      log.error({ org: cfg.org, home: cfg.home, by: by.host }, 'lease taken over by another host: this mount can no longer advance HEAD');
+    });
+    await lease.acquire(cfg.takeover);
+    return lease;
+  }
+
+  private mount(mountFn: MountFn): void {
+    const adapter = new FuseAdapter(this.view, this.content, this.upper, {
+      activity: () => this.touch(),
+      fsync: (ino) => this.fsync(ino),
+      statfs: () => this.statfs(),
+      readOnly: this.cfg.readOnly,
+    }, this.log);
+    this.session = mountFn(this.cfg.mountpoint, adapter.ops(), {
+      fsname: `homefs:${this.cfg.org}/${this.cfg.home}`, subtype: 'homefs', allowOther: this.cfg.allowOther,
+      defaultPermissions: true, readOnly: this.cfg.readOnly, autoUnmount: true, writebackCache: !this.cfg.readOnly,
+    });
+    adapter.session = this.session;
+    this.session.onUnmounted((reason) => {
+      this.log.info({ reason }, 'unmounted from outside');
+      this.session = undefined;
+      void this.sleep('unmount').finally(() => process.exit(this.lastError ? 1 : 0));
+    });
+    this.control = serveControl(this.cfg.mountpoint, (req) => this.handle(req));
+    this.timer = setInterval(() => this.tick(), 1000);
+    this.timer.unref();
+    this.state = 'active';
+    this.log.info({ org: this.cfg.org, home: this.cfg.home, mountpoint: this.cfg.mountpoint, head: this.lastSnapshot }, 'mounted');
+  }
+
+  private touch(): void {
+    this.lastActivity = Date.now();
+    if (this.state === 'parked') this.state = 'active';
+  }
+
+  private tick(): void {
+    if (this.state !== 'active' && this.state !== 'parked') return;
+    const idle = Date.now() - this.lastActivity;
+    if (this.state === 'active' && idle >= this.cfg.parkAfterMs) this.state = 'parked';
+    if (this.state === 'parked' && this.journal.dirtyCount > 0 && !this.sealer.busy && Date.now() - this.lastSealAt >= this.cfg.idleSealMs) {
+      this.sealer.request('idle').catch(() => undefined);
+    }
+  }
+
+  private async sealNow(reason: string): Promise<SealResult | null> {
+    if (this.cfg.readOnly) return null;
+    if (this.lease?.lost) throw new UserError('this mount lost its lease to another host; its changes stay local and are not sealed');
+    const started = Date.now();
+    try {
+      const r = await seal({
+        journal: this.journal, content: this.content, upper: this.upper, objects: this.objects,
+        excludes: new Excludes(this.cfg.excludes), org: this.cfg.org, home: this.cfg.home, host: this.host, parallelism: 4,
+      }, reason);
+      this.lastSealAt = Date.now();
+      this.lastError = null;
+      if (r) {
+        this.seals++;
+        this.bytesUploaded += r.bytesUploaded;
+        this.lastSnapshot = r.snapshot;
+        this.log.info({ op: 'seal', reason, snapshot: r.snapshot, gen: r.gen, files: r.filesHashed, bytes: r.bytesUploaded, ms: Date.now() - started }, 'sealed');
+      }
+      return r;
+    } catch (e) {
+      this.lastSealAt = Date.now();
+      this.lastError = errorMessage(e);
+      this.log.error({ op: 'seal', reason, err: this.lastError }, 'seal failed');
+      throw e;
+    }
+  }
+
+  private async fsync(ino: number): Promise<void> {
+    if (ino !== 0) await this.content.sync(ino);
+    if (this.cfg.fsync === 'store') await this.sealer.request('fsync');
+  }
+
+  private statfs(): StatFs {
+    if (!this.statfsCache || Math.random() < 0.01) {
+      try {
+        const s = statfsSync(this.paths.stateDir);
+        this.statfsCache = { bsize: 4096, frsize: 4096, blocks: Number(s.blocks) * Number(s.bsize) / 4096, bfree: Number(s.bfree) * Number(s.bsize) / 4096, bavail: Number(s.bavail) * Number(s.bsize) / 4096, files: 1e9, ffree: 1e9, favail: 1e9, namemax: 255 };
+      } catch {
+        this.statfsCache = { bsize: 4096, frsize: 4096, blocks: 1 << 30, bfree: 1 << 29, bavail: 1 << 29, files: 1e9, ffree: 1e9, favail: 1e9, namemax: 255 };
+      }
+    }
+    const s = { ...this.statfsCache };
+    if (this.cfg.quotaBytes > 0) {
+      s.blocks = Math.floor(this.cfg.quotaBytes / 4096);
+      s.bfree = s.bavail = Math.max(0, Math.floor((this.cfg.quotaBytes - this.content.usedBytes) / 4096));
+    }
+    for (const k of ['blocks', 'bfree', 'bavail'] as const) s[k] = Math.floor(s[k]);
+    return s;
+  }
+
+  private async handle(req: ControlRequest): Promise<ControlReply> {
+    switch (req.op) {
+      case 'status':
+        return { ok: true, ...this.status() };
+      case 'sync': {
+        const r = await this.sealer.request('sync');
+        return { ok: true, snapshot: r?.snapshot ?? this.lastSnapshot, changed: r !== null };
+      }
+      case 'sleep': {
+        try {
+          const r = await this.sleep('sleep');
+          setTimeout(() => process.exit(0), 50);
+          return { ok: true, snapshot: r?.snapshot ?? this.lastSnapshot };
+        } catch (e) {
+          setTimeout(() => process.exit(1), 50);
+          throw e;
+        }
+      }
+      default:
+        return { ok: false, error: 'unknown request' };
+    }
+  }
+
+  status(): Record<string, unknown> {
+    let dirtyBytes = 0;
+    let dirtyFiles = 0;
+    for (const [ino] of this.journal.dirtyInodes()) {
+      const n = this.journal.get(ino);
+      if (n && n.kind === 'file') {
+        dirtyFiles++;
+        dirtyBytes += n.size;
+      }
+    }
+    const c = this.cache.stats();
+    const base = this.journal.base();
+    return {
+      state: this.state, org: this.cfg.org, home: this.cfg.home, mountpoint: this.cfg.mountpoint, pid: process.pid,
+      store: this.store.url, head: base.snapshot, gen: base.gen, dirtyFiles, dirtyInodes: this.journal.dirtyCount, dirtyBytes,
+      lastSealAt: this.lastSealAt ? new Date(this.lastSealAt).toISOString() : null, lastSnapshot: this.lastSnapshot,
+      lastError: this.lastError, seals: this.seals, bytesUploaded: this.bytesUploaded,
+      cacheBytes: c.bytes, cacheHits: c.hits, cacheMisses: c.misses, hitRatio: c.hits + c.misses > 0 ? c.hits / (c.hits + c.misses) : null,
+      bytesFetched: c.bytesFetched, fsync: this.cfg.fsync, readOnly: this.cfg.readOnly,
+    };
+  }
+
+  /** Final seal and unmount; resolves once the last snapshot is committed. Idempotent. */
+  sleep(why: string): Promise<SealResult | null> {
+    if (!this.sleeping) this.sleeping = this.doSleep(why);
+    return this.sleeping;
+  }
+
+  private async doSleep(why: string): Promise<SealResult | null> {
+    this.state = 'securing';
+    this.log.info({ why }, 'securing');
+    if (this.timer) clearInterval(this.timer);
+    let last: SealResult | null = null;
+    const sealWithRetry = async (): Promise<void> => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          last = (await this.sealer.request('sleep')) ?? last;
+          return;
+        } catch (e) {
+          if (e instanceof HeadConflictError || this.lease?.lost || attempt >= 5) throw e;
+          await new Promise((r) => setTimeout(r, Math.min(10_000, 500 * 2 ** attempt)));
+        }
+      }
+    };
+    let failure: unknown;
+    try {
+      await sealWithRetry();
+    } catch (e) {
+      failure = e;
+    }
+    if (this.session) {
+      const s = this.session;
+      this.session = undefined;
+      s.unmount();
+    }
+    if (!failure) {
+      try {
+        await sealWithRetry();
+      } catch (e) {
+        failure = e;
+      }
+    }
+    this.control?.close();
+    await this.sealer.idle();
+    if (!failure) await this.lease?.release();
+    else this.lease?.stop();
+    await this.cache.close().catch(() => undefined);
+    await this.upper.closeAll();
+    await this.journal.close();
+    await this.store.close();
+    this.unlock();
+    this.state = 'asleep';
+    if (failure) {
+      this.lastError = errorMessage(failure);
+      this.log.error({ err: this.lastError }, 'final seal failed: local changes are kept in the state directory and will be sealed by the next mount');
+      throw failure;
+    }
+    this.log.info({ snapshot: this.lastSnapshot }, 'asleep');
+    return last;
+  }
+}
