@@ -157,6 +157,35 @@ test('two daemons share one cache directory: files appear and vanish under each 
     await unlink(blockPath(dir, x.hash));
     assert.deepEqual(await b.read(x.hash, 100, 200), x.data.subarray(100, 300));
     assert.equal(store.getCount(x.key), 2);
+    // a range read also finds (and verifies) a file the other daemon wrote
+    const z = await addBlock(store, 2 * KiB);
+    await a.get('block', z.hash);
+    await a.flush();
+    assert.deepEqual(await b.read(z.hash, 10, 20), z.data.subarray(10, 30));
+    assert.equal(store.getCount(z.key), 1);
+    assert.equal(b.has('block', z.hash), true);
     await Promise.all([a.close(), b.close()]);
+  });
+});
+
+test('a use persists the last-use time (mtime) so it survives a restart, at most once a minute', async () => {
+  await withTempDir(async (dir) => {
+    const store = new CountingStore();
+    const o = await addBlock(store, 1000);
+    const first = await open(dir, store, 1 << 20);
+    await first.get('block', o.hash);
+    await first.close();
+    const hourAgo = Date.now() / 1000 - 3600;
+    await utimes(blockPath(dir, o.hash), hourAgo, hourAgo);
+    const second = await open(dir, store, 1 << 20, 1 << 20);
+    await second.read(o.hash, 0, 10); // disk hit
+    await second.flush();
+    const m1 = (await stat(blockPath(dir, o.hash))).mtimeMs;
+    assert.ok(Date.now() - m1 < 60_000, 'mtime refreshed');
+    await utimes(blockPath(dir, o.hash), hourAgo, hourAgo);
+    await second.get('block', o.hash); // memory hit within the minute: no new utimes
+    await second.flush();
+    assert.ok(Date.now() - (await stat(blockPath(dir, o.hash))).mtimeMs > 3000_000, 'not refreshed again within the minute');
+    await second.close();
   });
 });

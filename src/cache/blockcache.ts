@@ -27,7 +27,7 @@ import { CorruptObjectError, StoreUnavailableError, errorMessage } from '../util
 import { validateName } from '../util/names.js';
 import { DiskFiles, preadRange, type ObjectKind } from './diskfiles.js';
 import { FdCache } from './fdcache.js';
-import { DiskIndex } from './diskindex.js';
+import { DiskIndex, type IndexEntry } from './diskindex.js';
 import { FetchSlots, type Release } from './fetchslots.js';
 
 export type { ObjectKind } from './diskfiles.js';
@@ -161,6 +161,8 @@ export class BlockCache {
     if (mem) return mem.subarray(offset, offset + length);
     const pending = this.inflight.get(k);
     if (pending) return this.count(await pending).subarray(offset, offset + length);
+    // Not indexed: another daemon may have written it; the whole-object path probes, verifies and adopts it.
+    if (!this.index.has(k)) return this.count(await this.flight('block', hash, false)).subarray(offset, offset + length);
     try {
       const lease = await this.fds.acquire(k, this.files.path('block', hash));
       if (lease) {
@@ -262,7 +264,8 @@ export class BlockCache {
     if (!data) return undefined;
     this.counters.hits++;
     this.counters.memoryHits++;
-    this.index.touch(k, Date.now());
+    const e = this.index.touch(k, Date.now());
+    if (e) this.persistLastUse(e);
     return data;
   }
 
@@ -377,6 +380,10 @@ export class BlockCache {
     const current = this.writing.get(k);
     if (current) return current.done;
     if (data.length > this.opts.maxBytes) return Promise.resolve(); // could never stay
+    if (this.index.has(k)) {
+      this.touchOrAdopt(kind, hash, data.length);
+      return Promise.resolve();
+    }
     const done = this.files.write(kind, hash, data).then(
       () => {
         this.index.add(k, data.length, Date.now());
@@ -406,15 +413,20 @@ export class BlockCache {
     const k = cacheKey(kind, hash);
     const now = Date.now();
     const e = this.index.touch(k, now);
-    if (!e) {
+    if (e) {
+      this.persistLastUse(e);
+    } else if (size <= this.opts.maxBytes) {
       this.index.add(k, size, now);
       this.evict(k);
-      return;
     }
-    if (now - e.persistedAt >= CACHE_DEFAULTS.persistLastUseMs) {
-      e.persistedAt = now;
-      this.track(this.files.setLastUse(kind, hash, now), 'cache.touch');
-    }
+  }
+
+  /** Refreshes the file's mtime (its last use across restarts), at most once per persistLastUseMs. */
+  private persistLastUse(e: IndexEntry): void {
+    if (e.lastUse - e.persistedAt < CACHE_DEFAULTS.persistLastUseMs) return;
+    e.persistedAt = e.lastUse;
+    const { kind, hash } = parseKey(e.key);
+    this.track(this.files.setLastUse(kind, hash, e.lastUse), 'cache.touch');
   }
 
   private forget(kind: ObjectKind, hash: string): void {
