@@ -6,6 +6,7 @@ the helpers in lib/asserts.py, or any exception). Checks never run inside the pr
 mount: the runner is its own python3 process and the daemon is started through the homefs CLI.
 
 `needs` names what a check requires beyond a mounted directory:
+  'cli'     the homefs CLI is built (push/pull/verify work without a mount)
   'homefs'  the runner manages homefs mounts itself (no --mountpoint): crash, faults, hostile input
   's3'      an S3 endpoint (HOMEFS_TEST_S3_URL) to put the fault proxy in front of
   'full'    too slow for --quick
@@ -21,6 +22,8 @@ import time
 import traceback
 
 _REGISTRY = []
+CLI_MAIN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        'dist', 'src', 'cli', 'main.js')
 
 
 class Skip(Exception):
@@ -95,6 +98,8 @@ class Runner:
                 return 'needs the runner to manage homefs mounts (run without --mountpoint)'
             if n == 's3' and not self.s3_url:
                 return 'needs an S3 endpoint: HOMEFS_TEST_S3_URL is unset'
+            if n == 'cli' and not os.path.exists(CLI_MAIN):
+                return 'needs the homefs CLI built (npx tsc -p .)'
             if n == 'full' and self.quick:
                 return 'full run only'
         return None
