@@ -98,7 +98,7 @@ test('init rebuilds the index from disk in last-use order, evicts down to the ca
     assert.equal(again.stats().entries, 4);
     assert.equal(again.stats().bytes, 8 * KiB);
     assert.deepEqual(again.diskOrder(), [2, 3, 1, 0].map((i) => `block/${objs[i]?.hash}`));
-    assert.deepEqual((await readdir(sub)).sort(), ['.tmp-2-live', 'not-a-hash']);
+    assert.deepEqual((await readdir(sub)).filter((n) => !/^[0-9a-f]{64}$/.test(n)).sort(), ['.tmp-2-live', 'not-a-hash']);
     await again.close();
 
     const smaller = await open(dir, store, 5 * KiB);
