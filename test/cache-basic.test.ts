@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { BlockCache } from '../src/cache/blockcache.js';
 import { NotFoundError } from '../src/util/errors.js';
 import { hashBuffer } from '../src/hash/blake3.js';
-import { ORG, CountingStore, addBlock, addMeta, withTempDir } from './cache-support.js';
+import { ORG, CountingStore, addBlock, addMeta, withTempDir } from './support/cache-store.js';
 
 async function open(dir: string, store: CountingStore, memoryBytes?: number): Promise<BlockCache> {
   const c = new BlockCache({ dir, store, org: ORG, maxBytes: 64 * 1024 * 1024, ...(memoryBytes === undefined ? {} : { memoryBytes }) });

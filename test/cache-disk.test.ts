@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdir, readdir, readFile, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BlockCache } from '../src/cache/blockcache.js';
-import { ORG, CountingStore, addBlock, withTempDir, type Obj } from './cache-support.js';
+import { ORG, CountingStore, addBlock, withTempDir, type Obj } from './support/cache-store.js';
 
 const KiB = 1024;
 

@@ -8,7 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FdCache } from '../src/cache/fdcache.js';
 import { preadRange } from '../src/cache/diskfiles.js';
-import { withTempDir } from './cache-support.js';
+import { withTempDir } from './support/cache-store.js';
 
 test('a handle is shared while cached, closed only once dropped and released', async () => {
   await withTempDir(async (dir) => {

@@ -8,7 +8,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BlockCache } from '../src/cache/blockcache.js';
 import { CorruptObjectError, StoreUnavailableError } from '../src/util/errors.js';
-import { ORG, CountingStore, addBlock, deferred, withTempDir } from './cache-support.js';
+import { ORG, CountingStore, addBlock, deferred, withTempDir } from './support/cache-store.js';
 
 async function open(dir: string, store: CountingStore, extra: Partial<ConstructorParameters<typeof BlockCache>[0]> = {}): Promise<BlockCache> {
   const c = new BlockCache({ dir, store, org: ORG, maxBytes: 64 * 1024 * 1024, ...extra });

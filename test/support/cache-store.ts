@@ -6,10 +6,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { hashBuffer } from '../src/hash/blake3.js';
-import { blockKey, metaKey } from '../src/store/keys.js';
-import { MemoryStore } from '../src/store/memory.js';
-import type { ObjectInfo, Store } from '../src/store/store.js';
+import { hashBuffer } from '../../src/hash/blake3.js';
+import { blockKey, metaKey } from '../../src/store/keys.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import type { ObjectInfo, Store } from '../../src/store/store.js';
 
 export const ORG = 'acme';
 
