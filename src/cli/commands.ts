@@ -15,6 +15,14 @@ export async function loadCommands(): Promise<Register[]> {
     './cat.js',
     './mount.js',
     './control-cmds.js',
+    './fork.js',
+    './rollback.js',
+    './diff.js',
+    './gc.js',
+    './verify.js',
+    './locality.js',
+    './du.js',
+    './install-helper.js',
   ];
   const out: Register[] = [];
   for (const m of modules) out.push(((await import(m)) as { register: Register }).register);

@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { callControl } from '../home/control.js';
 import { UserError } from '../util/errors.js';
 
-async function call(mnt: string, op: 'sync' | 'sleep' | 'status'): Promise<Record<string, unknown>> {
+async function call(mnt: string, op: 'sync' | 'sleep' | 'status' | 'metrics'): Promise<Record<string, unknown>> {
   const r = await callControl(resolve(mnt), { op });
   if (!r.ok) throw new UserError(`${op} failed: ${r.error}`);
   return r;
@@ -36,7 +36,12 @@ export function register(program: Command): void {
     .description('state, HEAD, dirty data, last seal, cache and fetch statistics of a mounted home')
     .argument('<mountpoint>')
     .option('--json', 'print the status as one JSON object')
-    .action(async (mnt: string, o: { json?: boolean }) => {
+    .option('--metrics', 'print the daemon\'s metrics in the Prometheus text format instead')
+    .action(async (mnt: string, o: { json?: boolean; metrics?: boolean }) => {
+      if (o.metrics) {
+        process.stdout.write(String((await call(mnt, 'metrics')).text ?? ''));
+        return;
+      }
       const r = await call(mnt, 'status');
       delete r.ok;
       if (o.json) {

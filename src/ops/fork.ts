@@ -1,0 +1,42 @@
+/**
+ * Fork: a new home whose HEAD is an existing snapshot. O(1) in the size of the home: it reads the source
+ * snapshot, writes one small snapshot object for the new home (same root tree, parent = the source
+ * snapshot, reason "fork") and creates the new home's generation 0. No tree or block is read or copied;
+ * blocks dedupe within the org, so the fork shares everything until one side changes it.
+ */
+import { hostname } from 'node:os';
+import { advanceHead, readHead } from '../snapshot/heads.js';
+import { ObjectStore } from '../snapshot/objects.js';
+import { resolveHomeSnapshot } from '../snapshot/walk.js';
+import type { Store } from '../store/store.js';
+import { UserError } from '../util/errors.js';
+import type { HomeRef } from '../util/names.js';
+
+export interface ForkResult {
+  source: string;
+  /** The snapshot forked from. */
+  from: string;
+  target: string;
+  /** The new home's snapshot (generation 0). */
+  snapshot: string;
+  gen: number;
+  /** Wall time of the store work, ms. */
+  ms: number;
+}
+
+export async function forkHome(store: Store, src: HomeRef, dst: HomeRef): Promise<ForkResult> {
+  if (src.org !== dst.org) throw new UserError(`cannot fork across orgs (${src.org} → ${dst.org}): blocks never dedupe across orgs; use pull and push`);
+  if (src.home === dst.home) throw new UserError(`cannot fork ${src.org}/${src.home} onto itself`);
+  const t0 = performance.now();
+  const objects = new ObjectStore(store, src.org);
+  const [from, existing] = await Promise.all([resolveHomeSnapshot(objects, src.home, src.snapshot), readHead(store, dst.org, dst.home)]);
+  if (existing) throw new UserError(`home ${dst.org}/${dst.home} already exists (generation ${existing.gen}); fork into a new name`);
+  const snap = await objects.getSnapshot(from);
+  const id = await objects.putSnapshot({
+    root: snap.root, parent: from, home: `${dst.org}/${dst.home}`, time: new Date().toISOString(), host: hostname(), stats: snap.stats, reason: 'fork',
+  });
+  const gen = await advanceHead(store, dst.org, dst.home, null, id).catch((e: unknown) => {
+    throw e instanceof UserError ? new UserError(`home ${dst.org}/${dst.home} was created by someone else during the fork`) : e;
+  });
+  return { source: `${src.org}/${src.home}`, from, target: `${dst.org}/${dst.home}`, snapshot: id, gen, ms: performance.now() - t0 };
+}

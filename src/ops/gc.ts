@@ -1,0 +1,140 @@
+/**
+ * Garbage collection of one org, mark and sweep:
+ *
+ *  1. retention: each home keeps its newest `keep` generations (history.ts; not in a dry run);
+ *  2. mark: every retained generation and every conflict record of every home of the org, walked down to
+ *     its trees and blocks (refs.ts, memoized by tree hash);
+ *  3. sweep candidates: objects under `<org>/blocks/` and `<org>/meta/` that are unmarked AND older than the
+ *     grace period (default 24 h) by their store mtime;
+ *  4. re-mark: HEADs and conflicts are read again and any root that appeared meanwhile (a seal or fork that
+ *     committed during the gc) is walked; what it references leaves the candidate list;
+ *  5. delete the candidates.
+ *
+ * Why this is safe while other hosts seal: a seal writes blocks → trees → snapshot → HEAD. Everything it
+ * uploads is younger than the grace period and is never a candidate; everything it reuses from its base is
+ * reachable from the base HEAD, which is retained. If the mark cannot read a root (missing or corrupt
+ * object), gc stops before deleting anything: sweeping on a partial mark would delete live data.
+ * The remaining window is a seal that dedupes against an object that has been garbage for longer than the
+ * grace period and commits after step 4; docs/operations.md explains sizing the grace period for it.
+ */
+import type { Store } from '../store/store.js';
+import { ObjectStore } from '../snapshot/objects.js';
+import { mapLimit } from '../util/concurrency.js';
+import { UserError, errorMessage } from '../util/errors.js';
+import { pruneHistory } from './history.js';
+import { emptyReachable, homeRoots, listHomes, markSnapshot, type Reachable, type Root } from './refs.js';
+
+export interface GcOptions {
+  /** Unreferenced objects younger than this are kept (a seal may be about to reference them). */
+  graceMs: number;
+  dryRun: boolean;
+  /** Generations kept per home (retention). */
+  keep: number;
+  now?: () => number;
+  onProgress?: (phase: string, done: number, total: number) => void;
+}
+
+export interface GcResult {
+  org: string;
+  dryRun: boolean;
+  homes: number;
+  roots: number;
+  /** Generation records deleted by retention (or that would be). */
+  prunedGenerations: number;
+  reachableObjects: number;
+  scannedObjects: number;
+  scannedBytes: number;
+  /** Unreferenced objects younger than the grace period: kept. */
+  youngUnreferenced: number;
+  /** Candidates that a seal or fork committed during the gc made reachable again: kept. */
+  rescued: number;
+  deletedObjects: number;
+  bytesFreed: number;
+  seconds: number;
+}
+
+const HASH = /^[0-9a-f]{64}$/;
+
+async function retainedRoots(store: Store, org: string, homes: readonly string[], keep: number): Promise<Root[]> {
+  const roots: Root[] = [];
+  for (const h of homes) roots.push(...(await homeRoots(store, org, h, keep)));
+  return roots;
+}
+
+async function mark(objects: ObjectStore, roots: readonly Root[], into: Reachable, onRoot?: (i: number) => void): Promise<void> {
+  let i = 0;
+  for (const r of roots) {
+    try {
+      await markSnapshot(objects, r.snapshot, into);
+    } catch (e) {
+      throw new UserError(`gc stopped before deleting anything: snapshot ${r.snapshot.slice(0, 12)} of ${objects.org}/${r.home} (${r.source}) cannot be read: ${errorMessage(e)}; run 'homefs verify --org ${objects.org}'`);
+    }
+    onRoot?.(++i);
+  }
+}
+
+interface Candidate {
+  key: string;
+  hash: string;
+  size: number;
+}
+
+export async function gcOrg(store: Store, org: string, opts: GcOptions): Promise<GcResult> {
+  const t0 = performance.now();
+  const now = opts.now ?? Date.now;
+  const objects = new ObjectStore(store, org);
+  const progress = opts.onProgress ?? (() => undefined);
+
+  const homes = await listHomes(store, org);
+  let prunedGenerations = 0;
+  for (const h of homes) prunedGenerations += (await pruneHistory(store, org, h, opts.keep, opts.dryRun)).pruned.length;
+
+  const reachable = emptyReachable();
+  const roots = await retainedRoots(store, org, homes, opts.keep);
+  await mark(objects, roots, reachable, (i) => progress('mark', i, roots.length));
+
+  const started = now();
+  const candidates: Candidate[] = [];
+  let scannedObjects = 0;
+  let scannedBytes = 0;
+  let youngUnreferenced = 0;
+  for (const kind of ['blocks', 'meta'] as const) {
+    for await (const o of store.list(`${org}/${kind}/`)) {
+      const hash = o.key.slice(o.key.lastIndexOf('/') + 1);
+      if (!HASH.test(hash)) continue; // not ours: never delete what we do not understand
+      scannedObjects++;
+      scannedBytes += o.size;
+      const live = kind === 'blocks' ? reachable.blocks.has(hash) : reachable.meta.has(hash);
+      if (live) continue;
+      if (started - o.mtimeMs < opts.graceMs) youngUnreferenced++;
+      else candidates.push({ key: o.key, hash, size: o.size });
+      if (scannedObjects % 1000 === 0) progress('scan', scannedObjects, 0);
+    }
+  }
+
+  // Re-mark: roots committed while we marked and scanned (other hosts' seals, forks, new homes).
+  const again = await retainedRoots(store, org, await listHomes(store, org), opts.keep);
+  await mark(objects, again.filter((r) => !reachable.meta.has(r.snapshot)), reachable);
+  const doomed = candidates.filter((c) => !reachable.blocks.has(c.hash) && !reachable.meta.has(c.hash));
+  const rescued = candidates.length - doomed.length;
+
+  let deleted = 0;
+  let bytesFreed = 0;
+  if (!opts.dryRun) {
+    await mapLimit(doomed, 16, async (c) => {
+      await store.delete(c.key);
+      deleted++;
+      bytesFreed += c.size;
+      if (deleted % 100 === 0) progress('sweep', deleted, doomed.length);
+    });
+    progress('sweep', deleted, doomed.length);
+  } else {
+    deleted = doomed.length;
+    bytesFreed = doomed.reduce((s, c) => s + c.size, 0);
+  }
+  return {
+    org, dryRun: opts.dryRun, homes: homes.length, roots: roots.length, prunedGenerations,
+    reachableObjects: reachable.meta.size + reachable.blocks.size, scannedObjects, scannedBytes, youngUnreferenced, rescued,
+    deletedObjects: deleted, bytesFreed, seconds: (performance.now() - t0) / 1000,
+  };
+}

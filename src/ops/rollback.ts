@@ -1,0 +1,36 @@
+/**
+ * Rollback: makes an old snapshot current again by writing a NEW generation whose snapshot has the old
+ * root tree (parent = the current HEAD, reason "rollback"). History is never rewritten: the generations in
+ * between stay listed by `homefs log` and can themselves be rolled back to.
+ *
+ * A mounted home keeps sealing from the HEAD it started from; its next seal then loses the HEAD race and
+ * is kept as a conflict snapshot. Put the home to sleep before rolling it back.
+ */
+import { hostname } from 'node:os';
+import { advanceHead, readHead } from '../snapshot/heads.js';
+import { ObjectStore } from '../snapshot/objects.js';
+import type { Store } from '../store/store.js';
+import { UserError } from '../util/errors.js';
+
+export interface RollbackResult {
+  home: string;
+  /** The old snapshot whose content is restored. */
+  to: string;
+  /** HEAD before the rollback. */
+  previous: string;
+  snapshot: string;
+  gen: number;
+}
+
+export async function rollbackHome(store: Store, org: string, home: string, snapPrefix: string): Promise<RollbackResult> {
+  const objects = new ObjectStore(store, org);
+  const head = await readHead(store, org, home);
+  if (!head) throw new UserError(`home ${org}/${home} has no snapshots in ${store.url}`);
+  const to = await objects.resolveSnapshot(snapPrefix);
+  const old = await objects.getSnapshot(to);
+  const id = await objects.putSnapshot({
+    root: old.root, parent: head.snapshot, home: `${org}/${home}`, time: new Date().toISOString(), host: hostname(), stats: old.stats, reason: 'rollback',
+  });
+  const gen = await advanceHead(store, org, home, head.gen, id);
+  return { home: `${org}/${home}`, to, previous: head.snapshot, snapshot: id, gen };
+}

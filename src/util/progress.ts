@@ -1,0 +1,55 @@
+/**
+ * A one-line progress bar on stderr for long work (gc, verify --full, push, pull). Drawn only when stderr
+ * is a TTY and only once the work has run for `delayMs` (default 1 s), at most every 200 ms; when piped it
+ * prints nothing at all, so scripts and logs never see control characters.
+ */
+export interface Progress {
+  /** Records the state; `total` 0 means unknown (a counter instead of a bar). */
+  update(phase: string, done: number, total: number): void;
+  /** Clears the timer and ends the line if anything was drawn. */
+  stop(): void;
+}
+
+export interface ProgressOptions {
+  stream?: NodeJS.WriteStream;
+  delayMs?: number;
+  /** How `done`/`total` are printed (e.g. formatBytes); default: plain numbers. */
+  format?: (n: number) => string;
+}
+
+const WIDTH = 30;
+
+export function renderBar(phase: string, done: number, total: number, format: (n: number) => string = String): string {
+  if (total <= 0) return `${phase}: ${format(done)}`;
+  const frac = Math.max(0, Math.min(1, done / total));
+  const full = Math.round(frac * WIDTH);
+  return `${phase} [${'#'.repeat(full)}${'.'.repeat(WIDTH - full)}] ${(frac * 100).toFixed(0).padStart(3)}% ${format(done)}/${format(total)}`;
+}
+
+export function progressBar(opts: ProgressOptions = {}): Progress {
+  const stream = opts.stream ?? process.stderr;
+  if (!stream.isTTY) return { update: () => undefined, stop: () => undefined };
+  const start = Date.now();
+  const delay = opts.delayMs ?? 1000;
+  let last: [string, number, number] | null = null;
+  let shown = false;
+  const draw = (): void => {
+    if (!last || Date.now() - start < delay) return;
+    shown = true;
+    stream.write(`\r\x1b[K${renderBar(last[0], last[1], last[2], opts.format)}`);
+  };
+  const timer = setInterval(draw, 200);
+  timer.unref();
+  return {
+    update: (phase, done, total) => {
+      last = [phase, done, total];
+    },
+    stop: () => {
+      clearInterval(timer);
+      if (shown) {
+        draw();
+        stream.write('\n');
+      }
+    },
+  };
+}
