@@ -34,7 +34,7 @@ function stats(): Record<string, number> {
 before(async () => {
   if (skip) return;
   m = tempMountpoint('memfs');
-  srv = await startMemfsServer(m);
+  srv = await startMemfsServer(m, { fs: { timeout: 60 } });  // long enough that the stat loop below never outlives the cache
 });
 after(async () => { if (srv) await srv.stop(); });
 
@@ -261,10 +261,4 @@ for i in range(10000): os.close(os.open(os.path.join(d, 'file-%05d' % i), os.O_C
   assert.ok(s1.lookups! - s0.lookups! < 100, `lookups after readdirplus: ${s1.lookups! - s0.lookups!}`);
   fs.rmSync(d, { recursive: true });
   assert.equal(code(() => fs.statSync(d)), 'ENOENT');
-});
-
-test('missing ops answer ENOSYS-style errors, not hangs; xattr stats of the server are reachable', { skip }, () => {
-  const s = stats();
-  assert.equal(typeof s.lookups, 'number');
-  assert.ok(s.liveInodes! >= 1);
 });

@@ -246,6 +246,16 @@ napi_value hf_mount(napi_env env, napi_callback_info info) {
     }
     closedir(d);
   }
+  /*
+   * On SIGKILL the kernel releases our files last-closed-first; if fusermount3's socket went before the
+   * /dev/fuse fd, the watcher would wake while the connection is still alive, its open() of the
+   * mountpoint would fail with ECONNABORTED instead of ENOTCONN, and it would leave the dead mount
+   * behind. Keep the /dev/fuse fd numbered above the socket so it is released (and aborted) first.
+   */
+  if (s->commfd > s->fd) {
+    int hi = fcntl(s->fd, F_DUPFD_CLOEXEC, s->commfd + 1);
+    if (hi >= 0) { close(s->fd); s->fd = hi; }
+  }
   fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
   fcntl(s->fd, F_SETFD, FD_CLOEXEC);
   struct fuse_custom_io io = { .read = io_read, .writev = io_writev };

@@ -60,7 +60,7 @@ export function forceUnmount(mnt: string): void {
 export interface Server { child: ChildProcess; pid: number; mnt: string; stop(): Promise<void>; output(): string }
 
 /** Starts test/support/memfs-server in a child process and resolves once the mount is live. */
-export async function startMemfsServer(mnt: string, opts: { fs?: MemFsOptions; mount?: MountOptions } = {}): Promise<Server> {
+export async function startMemfsServer(mnt: string, opts: { fs?: MemFsOptions; mount?: MountOptions; omit?: string[] } = {}): Promise<Server> {
   const script = path.join(here, 'memfs-server.js');
   const child = spawn(process.execPath, [script, mnt], {
     env: { ...process.env, HOMEFS_MEMFS_SERVER: '1', HOMEFS_MEMFS_OPTS: JSON.stringify(opts) },

@@ -1,0 +1,143 @@
+/**
+ * The FUSE binding's session behaviour: a SIGKILLed server leaves no accessor hanging and the mountpoint can
+ * be mounted again; an answer delayed by one lookup does not block the directory (FUSE_PARALLEL_DIROPS);
+ * interrupts reach the handler; missing ops answer ENOSYS; external unmounts and signals end the server
+ * cleanly; mount errors are one clear line.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawn, spawnSync } from 'node:child_process';
+import { fuseAvailable, startMemfsServer, tempMountpoint, isMounted, waitFor, forceUnmount } from './support/fuse-mount-helpers.js';
+import { STATS_XATTR } from './support/memfs.js';
+import { mount } from '../src/fuse/index.js';
+import type { Ops } from '../src/fuse/types.js';
+
+const skip = fuseAvailable();
+
+function procState(pid: number): string | undefined {
+  try { return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0]; } catch { return undefined; }
+}
+function exitOf(child: ReturnType<typeof spawn>): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) resolve(child.exitCode); else child.once('exit', (c) => resolve(c));
+  });
+}
+
+test('kill -9 of the server: the blocked accessor is released, the mount goes away, remount works', { skip }, async () => {
+  const m = tempMountpoint('kill');
+  const srv = await startMemfsServer(m, { fs: { slowPrefix: 'slow', slowMs: 30000 } });
+  try {
+    const accessor = spawn('stat', [path.join(m, 'slow-file')], { stdio: 'ignore' });
+    const done = exitOf(accessor);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(accessor.exitCode, null, 'the accessor is waiting for the slow lookup');
+    process.kill(srv.pid, 'SIGKILL');
+    const t0 = Date.now();
+    const code = await Promise.race([done, new Promise<string>((r) => setTimeout(() => r('hung'), 5000))]);
+    assert.notEqual(code, 'hung', `accessor still there, state ${procState(accessor.pid ?? 0)}`);
+    assert.notEqual(code, 0, 'the lookup failed (connection gone)');
+    assert.ok(Date.now() - t0 < 5000);
+    if (!(await waitFor(() => !isMounted(m), 5000))) {
+      const ps = spawnSync('sh', ['-c', 'ps -eo pid,ppid,stat,wchan:30,args | grep -E "fusermount|stat |memfs" | grep -v grep; for p in $(pgrep fusermount3); do echo $p; cat /proc/$p/stack; ls -l /proc/$p/fd; done'], { encoding: 'utf8' }).stdout;
+      assert.fail(`auto_unmount did not remove the dead mount: ${ps}`);
+    }
+    const again = await startMemfsServer(m);
+    try {
+      fs.writeFileSync(path.join(m, 'after'), 'remounted');
+      assert.equal(fs.readFileSync(path.join(m, 'after'), 'utf8'), 'remounted');
+    } finally { await again.stop(); }
+    assert.equal(isMounted(m), false);
+  } finally { await srv.stop(); forceUnmount(m); }
+});
+
+test('a lookup answered later does not block other lookups in the same directory', { skip }, async () => {
+  const m = tempMountpoint('pardir');
+  const srv = await startMemfsServer(m, { fs: { slowPrefix: 'slow', slowMs: 1500, timeout: 0 } });
+  try {
+    fs.writeFileSync(path.join(m, 'fast'), 'f');
+    const slow = spawn('stat', [path.join(m, 'slow-x')], { stdio: 'ignore' });
+    const slowDone = exitOf(slow);
+    await new Promise((r) => setTimeout(r, 200));
+    const t0 = process.hrtime.bigint();
+    assert.equal(fs.readFileSync(path.join(m, 'fast'), 'utf8'), 'f');
+    assert.equal(fs.existsSync(path.join(m, 'missing')), false);
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    assert.ok(ms < 500, `lookups next to a pending one took ${ms.toFixed(0)} ms`);
+    assert.equal(slow.exitCode, null, 'the slow lookup is still pending');
+    assert.notEqual(await slowDone, 0);  // slow-x does not exist: ENOENT after 1.5 s
+  } finally { await srv.stop(); }
+});
+
+test('an interrupted request reaches the interrupt handler and is still answered', { skip }, async () => {
+  const m = tempMountpoint('intr');
+  const srv = await startMemfsServer(m, { fs: { slowPrefix: 'slow', slowMs: 800 } });
+  try {
+    const r = spawnSync('python3', ['-c', `
+import os, signal, sys
+signal.signal(signal.SIGALRM, lambda *a: None)
+signal.setitimer(signal.ITIMER_REAL, 0.2)
+try: os.stat(sys.argv[1]); print('found')
+except FileNotFoundError: print('ENOENT')
+print(os.getxattr(os.path.dirname(sys.argv[1]), '${STATS_XATTR}').decode())`, path.join(m, 'slow-y')], { encoding: 'utf8', timeout: 10000 });
+    assert.equal(r.status, 0, r.stderr);
+    const [answer, json] = r.stdout.trim().split('\n');
+    assert.equal(answer, 'ENOENT');
+    const st = JSON.parse(json ?? '{}') as { interrupts: number };
+    assert.ok(st.interrupts >= 1, `interrupts seen: ${st.interrupts}`);
+  } finally { await srv.stop(); }
+});
+
+test('ops missing from the handler object answer ENOSYS (EOPNOTSUPP for xattrs)', { skip }, async () => {
+  const m = tempMountpoint('enosys');
+  const srv = await startMemfsServer(m, { omit: ['mknod', 'setxattr', 'getxattr', 'symlink'] });
+  try {
+    const r = spawnSync('python3', ['-c', `
+import os, sys, errno
+m = sys.argv[1]
+def err(fn):
+    try: fn(); return 'ok'
+    except OSError as e: return errno.errorcode[e.errno]
+print(err(lambda: os.mkfifo(os.path.join(m, 'p'))), err(lambda: os.symlink('t', os.path.join(m, 's'))),
+      err(lambda: os.setxattr(m, 'user.x', b'1')), err(lambda: os.mkdir(os.path.join(m, 'd'))))`, m], { encoding: 'utf8', timeout: 10000 });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout.trim(), 'ENOSYS ENOSYS ENOTSUP ok');
+  } finally { await srv.stop(); }
+});
+
+test('external unmount (fusermount3 -u) ends the server through onUnmounted', { skip }, async () => {
+  const m = tempMountpoint('ext');
+  const srv = await startMemfsServer(m);
+  const exited = exitOf(srv.child);
+  assert.equal(spawnSync('fusermount3', ['-u', m]).status, 0);
+  assert.equal(await exited, 0);
+  assert.match(srv.output(), /unmounted connection closed/);
+  assert.equal(isMounted(m), false);
+  await srv.stop();
+});
+
+test('SIGTERM and SIGINT unmount and then end the server with that signal', { skip }, async () => {
+  for (const sig of ['SIGTERM', 'SIGINT'] as const) {
+    const m = tempMountpoint('sig');
+    const srv = await startMemfsServer(m);
+    assert.ok(isMounted(m));
+    const ended = new Promise<string | null>((r) => srv.child.once('exit', (_c, s) => r(s)));
+    srv.child.kill(sig);
+    assert.equal(await ended, sig);
+    assert.equal(isMounted(m), false, `${sig} left the mount behind`);
+    await srv.stop();
+  }
+});
+
+test('mount errors are one clear line', { skip }, () => {
+  const f = path.join(tempMountpoint('err'), 'file');
+  fs.writeFileSync(f, '');
+  const ops = {} as Ops;
+  assert.throws(() => mount(f, ops), /^Error: cannot mount on .*file: not a directory$/);
+  assert.throws(() => mount(path.join(f, 'x', 'y'), ops), /cannot mount on .*: (no such directory|.*ENOTDIR.*)/);
+  assert.throws(() => mount('/proc', ops), /cannot mount on \/proc: busy \(already a mount point\)/);
+  for (const re of [/not a directory/]) {
+    try { mount(f, ops); } catch (e) { assert.match((e as Error).message, re); assert.ok(!(e as Error).message.includes('\n')); }
+  }
+});
