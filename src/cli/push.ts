@@ -13,6 +13,7 @@ interface Options {
   store?: string;
   json?: boolean;
   xattrs: boolean;
+  rehash?: boolean;
 }
 
 function progressPrinter(): { update: (p: PushProgress) => void; stop: () => void } {
@@ -53,11 +54,12 @@ export function register(program: Command): void {
   )
     .option('--json', 'print the result as one JSON object')
     .option('--no-xattrs', 'do not read extended attributes')
+    .option('--rehash', 'read and hash every file, even those unchanged since HEAD (same size, mtime, ctime)')
     .action(async (dir: string, ref: string, opts: Options) => {
       const { org, home } = parseHomeRef(ref, false);
       const progress = progressPrinter();
       const res = await withStore(opts.store, true, (store) =>
-        pushDirectory(dir, store, org, home, { excludes: excludePatterns(), xattrs: opts.xattrs, onProgress: progress.update }),
+        pushDirectory(dir, store, org, home, { excludes: excludePatterns(), xattrs: opts.xattrs, rehash: opts.rehash === true, onProgress: progress.update }),
       ).finally(() => progress.stop());
       if (opts.json) {
         process.stdout.write(JSON.stringify({ home: `${org}/${home}`, ...res }) + '\n');
@@ -66,7 +68,7 @@ export function register(program: Command): void {
       process.stdout.write(res.snapshot + '\n');
       process.stderr.write(
         `pushed ${org}/${home} generation ${res.gen}: ${res.files} files, ${res.dirs} dirs, ${formatBytes(res.bytes)}; ` +
-          `${res.blocksNew} of ${res.blocks} blocks new (${formatBytes(res.bytesUploaded)} uploaded) in ${res.seconds.toFixed(2)} s` +
+          `${res.blocksNew} of ${res.blocks} blocks new (${formatBytes(res.bytesUploaded)} uploaded), ${res.filesReused} files unchanged since HEAD, in ${res.seconds.toFixed(2)} s` +
           (res.excluded ? `; ${res.excluded} excluded` : '') +
           (res.skipped ? `; ${res.skipped} sockets skipped` : '') +
           '\n',

@@ -7,6 +7,9 @@
  * push started from. Objects are always written before anything that references them, so a crash or a
  * lost HEAD race leaves the previous HEAD intact and the new objects as collectable orphans.
  *
+ * A file the parent snapshot (HEAD) holds at the same path with the same size, mtime and ctime is not read
+ * again: its block list is reused (`rehash` turns this off). Everything else is hashed.
+ *
  * Hard links (same dev:ino inside the tree) share one `link` id, assigned in depth-first name order so the
  * same tree always encodes the same way. A file that changes while it is hashed is re-read (up to 3 times).
  * Sockets are skipped (they mean nothing on another host) and counted in `skipped`.
@@ -43,6 +46,12 @@ export interface PushOptions {
   parallelism?: number;
   /** Read and store xattrs (default true; needs python3). */
   xattrs?: boolean;
+  /**
+   * Hash every file even when the parent snapshot has it with the same size, mtime and ctime (default
+   * false: such files reuse the parent's block list, as restic and git do; ctime cannot be set back by
+   * a user, so a rewritten file is always noticed).
+   */
+  rehash?: boolean;
   /** The HEAD this push starts from; read from the store when undefined. */
   fromHead?: HeadRecord | null;
   host?: string;
@@ -61,6 +70,8 @@ export interface PushResult {
   blocksNew: number;
   bytesHashed: number;
   bytesUploaded: number;
+  /** Files whose blocks were taken from the parent snapshot without reading them. */
+  filesReused: number;
   excluded: number;
   skipped: number;
   seconds: number;
@@ -101,9 +112,45 @@ class Pusher {
   readonly progress: PushProgress = { phase: 'scan', files: 0, filesTotal: 0, bytesHashed: 0, bytesTotal: 0, bytesUploaded: 0, blocksNew: 0 };
   excluded = 0;
   skipped = 0;
+  reused = 0;
+  private readonly parentDirs = new Map<string, Promise<Map<string, TreeEntry> | null>>();
 
-  constructor(private readonly objects: ObjectStore, private readonly opts: PushOptions) {
+  constructor(private readonly objects: ObjectStore, private readonly opts: PushOptions, private readonly parentRoot: string | null) {
     this.excludes = new Excludes(opts.excludes ?? []);
+  }
+
+  /** The parent snapshot's entries of directory `rel` ('' is the root), or null if it had no such directory. */
+  private parentDir(rel: string): Promise<Map<string, TreeEntry> | null> {
+    let p = this.parentDirs.get(rel);
+    if (!p) {
+      p = (async () => {
+        let hash: string | undefined;
+        if (rel === '') {
+          hash = this.parentRoot ?? undefined;
+        } else {
+          const slash = rel.lastIndexOf('/');
+          const up = await this.parentDir(slash >= 0 ? rel.slice(0, slash) : '');
+          const e = up?.get(rel.slice(slash + 1));
+          hash = e?.kind === 'dir' ? e.tree : undefined;
+        }
+        if (hash === undefined) return null;
+        return new Map((await this.objects.getTree(hash)).entries.map((e) => [e.name, e]));
+      })();
+      this.parentDirs.set(rel, p);
+    }
+    return p;
+  }
+
+  /** Takes the parent's block list when the file is unchanged by size, mtime and ctime. */
+  private async reuse(node: Node): Promise<boolean> {
+    if (this.parentRoot === null || this.opts.rehash) return false;
+    const slash = node.rel.lastIndexOf('/');
+    const pe = (await this.parentDir(slash >= 0 ? node.rel.slice(0, slash) : ''))?.get(node.name);
+    if (!pe || pe.kind !== 'file' || BigInt(pe.size) !== node.st.size || pe.mtimeNs !== node.st.mtimeNs || pe.ctimeNs !== node.st.ctimeNs) return false;
+    node.size = pe.size;
+    node.blocks = pe.blocks ?? [];
+    this.reused++;
+    return true;
   }
 
   private async limited<T>(fn: () => Promise<T>): Promise<T> {
@@ -169,6 +216,7 @@ class Pusher {
 
   /** Hashes and uploads one file; re-reads it if it changed meanwhile. Sets node.size/blocks/st. */
   async content(node: Node): Promise<void> {
+    if (await this.reuse(node)) return;
     let before = node.st;
     for (let attempt = 0; attempt < 3; attempt++) {
       const res = await hashFileBlocks(node.abs, async (block, data) => {
@@ -239,7 +287,8 @@ export async function pushDirectory(dir: string, store: Store, org: string, home
   if (!rootSt.isDirectory()) throw new UserError(`cannot push ${dir}: not a directory`);
   const head = opts.fromHead !== undefined ? opts.fromHead : await readHead(store, org, home);
 
-  const p = new Pusher(objects, opts);
+  const parentRoot = head && !opts.rehash ? (await objects.getSnapshot(head.snapshot)).root : null;
+  const p = new Pusher(objects, opts, parentRoot);
   const root: Node = { name: '', rel: '', abs, kind: 'dir', st: rootSt, depth: 0, size: 0 };
   p.emit();
   await p.scan(root);
@@ -336,6 +385,7 @@ export async function pushDirectory(dir: string, store: Store, org: string, home
     blocksNew: p.progress.blocksNew,
     bytesHashed: p.progress.bytesHashed,
     bytesUploaded: p.progress.bytesUploaded,
+    filesReused: p.reused,
     excluded: p.excluded,
     skipped: p.skipped,
     seconds: (performance.now() - t0) / 1000,

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_EXCLUDES } from '../../src/config.js';
 import { blockKey, metaKey } from '../../src/store/keys.js';
@@ -62,6 +62,12 @@ export async function roundTripScenario(store: Store, work: string, org: string,
   assert.equal(again.bytesUploaded, 0);
   assert.equal(again.gen, 1);
   assert.equal(again.parent, first.snapshot);
+  assert.equal(again.filesReused, 50, 'files unchanged since HEAD are not read again (50 file inodes)');
+  assert.equal(again.bytesHashed, 0);
+  const rehashed = await pushDirectory(src, store, org, 'alice', { excludes: DEFAULT_EXCLUDES, rehash: true });
+  assert.equal(rehashed.filesReused, 0);
+  assert.equal(rehashed.bytesHashed, first.bytesHashed);
+  assert.equal(rehashed.blocksNew, 0);
 
   const bob = await pushDirectory(src, store, org, 'bob', { excludes: DEFAULT_EXCLUDES });
   assert.equal(bob.blocksNew, 0, 'a second home with the same content in the same org uploads 0 blocks');
@@ -72,6 +78,30 @@ export async function roundTripScenario(store: Store, work: string, org: string,
   assert.equal(await countKeys(store, `${org2}/blocks/`), await countKeys(store, `${org}/blocks/`));
   const someBlock = big.entry?.blocks?.[0] as string;
   assert.equal((await store.has([blockKey(org2, someBlock)])).size, 1);
+}
+
+/** A file rewritten with the same size and its mtime set back is still noticed (ctime moved). */
+export async function changeDetectionScenario(store: Store, work: string, org: string): Promise<void> {
+  const src = join(work, 'chg');
+  await mkdir(src, { recursive: true });
+  const f = join(src, 'notes.txt');
+  await writeFile(f, 'version one\n');
+  const { mtime } = await stat(f);
+  const first = await pushDirectory(src, store, org, 'chg', { xattrs: false });
+  await new Promise((r) => setTimeout(r, 20));
+  await writeFile(f, 'version two\n');
+  await utimes(f, mtime, mtime);
+  const second = await pushDirectory(src, store, org, 'chg', { xattrs: false });
+  assert.equal(second.filesReused, 0);
+  assert.notEqual(second.snapshot, first.snapshot);
+  const objects = new ObjectStore(store, org);
+  const entry = (await resolvePath(objects, (await objects.getSnapshot(second.snapshot)).root, 'notes.txt')).entry ?? assert.fail();
+  const chunks: Buffer[] = [];
+  for await (const c of fileContent(objects, entry, 'notes.txt')) chunks.push(c);
+  assert.equal(Buffer.concat(chunks).toString(), 'version two\n');
+  const third = await pushDirectory(src, store, org, 'chg', { xattrs: false });
+  assert.equal(third.filesReused, 1);
+  assert.equal(third.blocksNew, 0);
 }
 
 /** A corrupted block makes pull and cat fail naming the path; nothing appears at the destination. */
