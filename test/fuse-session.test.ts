@@ -130,6 +130,18 @@ test('SIGTERM and SIGINT unmount and then end the server with that signal', { sk
   }
 });
 
+test('a handler that throws: the caller gets EIO, the server crashes and its mount is gone', { skip }, async () => {
+  const m = tempMountpoint('crash');
+  const srv = await startMemfsServer(m, { fs: { throwOnName: 'boom' } });
+  const exited = exitOf(srv.child);
+  const r = spawnSync('stat', [path.join(m, 'boom')], { encoding: 'utf8', timeout: 10000 });
+  assert.match(r.stderr, /Input\/output error/);
+  assert.equal(await exited, 1);
+  assert.match(srv.output(), /asked to crash on lookup of boom/);
+  assert.equal(isMounted(m), false);
+  await srv.stop();
+});
+
 test('mount errors are one clear line', { skip }, () => {
   const f = path.join(tempMountpoint('err'), 'file');
   fs.writeFileSync(f, '');

@@ -6,6 +6,7 @@
  * has a name, a lookup reference or an open handle), rename flags, xattrs, nanosecond times, and inode
  * numbers above 2^32. Directory handles snapshot the listing at opendir so readdir cookies stay stable.
  * `slowPrefix`: lookups of names starting with it are answered `slowMs` later (tests of parallel dirops).
+ * `throwOnName`: a lookup of that name throws (tests of a crashing handler).
  * The virtual xattr `user.memfs.stats` on the root returns the counters as JSON (for tests in another process).
  */
 import type { Attr, DirEntry, DirPlusEntry, Entry, Ops, Req, Session, SetAttr } from '../../src/fuse/types.js';
@@ -34,7 +35,7 @@ function now(): Time {
 const hrBase = process.hrtime.bigint();
 const wallBaseNs = BigInt(Date.now()) * 1_000_000n;
 
-export interface MemFsOptions { timeout?: number; slowPrefix?: string; slowMs?: number }
+export interface MemFsOptions { timeout?: number; slowPrefix?: string; slowMs?: number; throwOnName?: string }
 
 export class MemFs implements Ops {
   private readonly nodes = new Map<number, Node>();
@@ -115,6 +116,7 @@ export class MemFs implements Ops {
 
   lookup(req: Req, parent: number, name: string): void {
     this.stats.lookups++;
+    if (name === this.opts.throwOnName) throw new Error(`memfs: asked to crash on lookup of ${name}`);
     const answer = (): void => {
       const d = this.dir(req, parent);
       if (!d || !d.children) return;
