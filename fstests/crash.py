@@ -1,0 +1,249 @@
+"""Crash and recovery matrix: kill -9 of the daemon during writes, during a seal, and during uploads;
+then (a) remount on the same state dir, or (b) remount as a fresh host (empty cache and state,
+--takeover). Asserts: every byte fsync'd under --fsync store is present in both; in (a) every file
+written and closed before the kill is complete, and a file being written at the kill holds only bytes
+that were written (or zeros); in (b) the last seal is atomic (all of its files or none); the home mounts
+clean and the store verifies clean. Plus: a second read-write mount of a live home is refused, and
+sleep/remount keeps everything (the non-crash baseline)."""
+import os
+import random
+import signal
+import subprocess
+import time
+
+from lib import mounts
+from lib.asserts import eq, read, true, write
+from lib.harness import check
+from lib.homefs import BIN
+
+MIB = 1 << 20
+
+
+def _pattern(name, size):
+    r = random.Random(name)
+    return r.randbytes(size)
+
+
+def _write_fsync(path, data):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Scenario:
+    """One home on its own host dirs; knows what was fsync'd, closed, and in flight at the kill."""
+
+    def __init__(self, t, tag):
+        self.t, self.env = t, t.env
+        self.home = f'fstests/crash-{tag}'
+        self.cache, self.state, self.mnt = self.env.fresh_dirs(f'crash-{tag}')
+        self.fsynced = {}
+        self.closed = {}
+        self.sealed_batch = {}
+        self.inflight = None
+        self.env.mount(self.home, self.mnt, self.cache, self.state, extra=('--fsync', 'store'))
+
+    def p(self, *a):
+        return os.path.join(self.mnt, *a)
+
+    def base_writes(self):
+        os.makedirs(self.p('work', 'deep'))
+        for i in range(5):
+            name = f'work/fsynced{i}'
+            data = _pattern(name, 1000 + i * 300000)
+            _write_fsync(self.p(name), data)
+            self.fsynced[name] = data
+        for i in range(40):
+            name = f'work/deep/closed{i}'
+            data = _pattern(name, random.Random(i).randrange(0, 200000))
+            write(self.p(name), data)
+            self.closed[name] = data
+
+    def start_inflight_writer(self):
+        """A child process appending a known pattern to a file until it is killed by the dead mount."""
+        name = 'work/inflight'
+        self.inflight = (name, _pattern(name, 64 * MIB))
+        code = ('import os,sys,random\n'
+                'data=random.Random(sys.argv[2]).randbytes(64<<20)\n'
+                'fd=os.open(sys.argv[1],os.O_WRONLY|os.O_CREAT|os.O_TRUNC,0o644)\n'
+                'off=0\n'
+                'while off < len(data):\n'
+                '    off += os.write(fd, data[off:off+65536])\n')
+        self.writer = subprocess.Popen(['python3', '-c', code, self.p(name), name],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def kill(self):
+        pid = int(self.env.status(self.mnt)['pid'])
+        os.kill(pid, signal.SIGKILL)
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            try:
+                os.kill(pid, 0)
+                time.sleep(0.02)
+            except ProcessLookupError:
+                break
+        self.env.unmount(self.mnt)
+        if self.inflight:
+            try:
+                self.writer.wait(10)
+            except subprocess.TimeoutExpired:
+                self.writer.kill()
+                self.writer.wait(5)
+
+    def remount_same(self):
+        self.env.mount(self.home, self.mnt, self.cache, self.state)
+        return self.mnt
+
+    def remount_fresh(self):
+        cache, state, mnt = self.env.fresh_dirs(f'{self.home.split("/")[1]}-fresh')
+        self.env.mount(self.home, mnt, cache, state, extra=('--takeover',))
+        return mnt
+
+    def assert_files(self, mnt, files, what):
+        for name, data in files.items():
+            p = os.path.join(mnt, name)
+            true(os.path.exists(p), f'{what}: {name} missing')
+            got = read(p)
+            if got != data:
+                raise AssertionError(f'{what}: {name} has {len(got)} bytes, want {len(data)}'
+                                     f'{" (content differs)" if len(got) == len(data) else ""}')
+
+    def assert_inflight_sane(self, mnt):
+        name, data = self.inflight
+        p = os.path.join(mnt, name)
+        if not os.path.exists(p):
+            return
+        got = read(p)
+        true(len(got) <= len(data), f'{name}: longer than anything written')
+        for off in range(0, len(got), 4096):
+            page = got[off:off + 4096]
+            if page != data[off:off + len(page)] and page.count(0) != len(page):
+                raise AssertionError(f'{name}: page at {off} holds bytes that were never written there')
+
+    def finish(self, mnt):
+        self.env.sleep(mnt)
+        p = self.env.verify(self.home)
+        eq(p.returncode, 0, f'homefs verify {self.home} after recovery: {p.stderr.decode().strip()[-300:]}')
+
+
+def _run(t, when, variant):
+    s = Scenario(t, f'{when}-{variant}')
+    s.base_writes()
+    batch = {}
+    if when == 'writes':
+        s.start_inflight_writer()
+        time.sleep(0.5)
+    elif when in ('seal', 'upload'):
+        # a dirty batch big enough that sealing takes a while; then kill mid-seal / mid-upload
+        n, size = (60, 40000) if when == 'seal' else (6, 6 * MIB)
+        os.makedirs(s.p('batch'))
+        for i in range(n):
+            name = f'batch/b{i}'
+            data = _pattern(name, size + i)
+            write(s.p(name), data)
+            batch[name] = data
+        s.closed.update(batch)
+        blocks_dir = os.path.join(s.env.store_dir, 'fstests', 'blocks')
+        before = _count_files(blocks_dir)
+        sync = subprocess.Popen([_bin(), 'sync', s.mnt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if when == 'upload':
+            end = time.monotonic() + 30
+            while _count_files(blocks_dir) <= before + 1 and time.monotonic() < end and sync.poll() is None:
+                time.sleep(0.005)
+        else:
+            time.sleep(random.Random(t.seed).uniform(0.02, 0.2))
+        s.kill()
+        sync.wait(30)
+    else:
+        raise ValueError(when)
+    if when == 'writes':
+        s.kill()
+    if variant == 'same':
+        mnt = s.remount_same()
+        s.assert_files(mnt, s.fsynced, 'fsynced file after remount on the same state dir')
+        s.assert_files(mnt, s.closed, 'closed file after remount on the same state dir')
+        if s.inflight:
+            s.assert_inflight_sane(mnt)
+    else:
+        mnt = s.remount_fresh()
+        s.assert_files(mnt, s.fsynced, 'fsynced file on a fresh host')
+        if batch:
+            present = [n for n in batch if os.path.exists(os.path.join(mnt, n))]
+            true(len(present) in (0, len(batch)), f'seal not atomic: {len(present)} of {len(batch)} batch files on a fresh host')
+            if present:
+                s.assert_files(mnt, batch, 'sealed batch on a fresh host')
+    s.finish(mnt)
+
+
+def _count_files(d):
+    n = 0
+    for _, _, files in os.walk(d):
+        n += len(files)
+    return n
+
+
+for _when in ('writes', 'seal', 'upload'):
+    for _variant in ('same', 'fresh'):
+        def _make(when, variant):
+            @check(f'crash.kill9_during_{when}.{"same_state" if variant == "same" else "fresh_host"}',
+                   needs=('homefs',), timeout=180)
+            def _(t):
+                _run(t, when, variant)
+        _make(_when, _variant)
+
+
+@check('crash.sleep_remount_baseline', needs=('homefs',), timeout=120)
+def _(t):
+    s = Scenario(t, 'baseline')
+    s.base_writes()
+    s.env.sleep(s.mnt)
+    mnt = s.remount_fresh()
+    s.assert_files(mnt, {**s.fsynced, **s.closed}, 'file after sleep and remount on a fresh host')
+    s.finish(mnt)
+
+
+@check('crash.second_mount_refused', needs=('homefs',), timeout=120)
+def _(t):
+    s = Scenario(t, 'lease')
+    write(s.p('x'), b'x')
+    cache, state, mnt = s.env.fresh_dirs('lease-second')
+    p = s.env.mount(s.home, mnt, cache, state, check=False)
+    if p.returncode == 0:
+        s.env.sleep(mnt)
+        raise AssertionError('a second read-write mount of a live home was accepted')
+    err = p.stderr.decode().strip().splitlines()
+    true(len(err) == 1, f'refusal is not one line: {err[:3]}')
+    true(not mounts.is_mounted(mnt), 'refused mount left a mount behind')
+    eq(read(s.p('x')), b'x', 'first mount still serves')
+    s.finish(s.mnt)
+
+
+@check('crash.takeover_fences_old_holder', needs=('homefs',), timeout=180)
+def _(t):
+    s = Scenario(t, 'fence')
+    _write_fsync(s.p('before'), b'before takeover')
+    mnt2 = s.remount_fresh()  # the old daemon is alive: an operator claims the home anyway
+    eq(read(os.path.join(mnt2, 'before')), b'before takeover', 'fsynced file seen by the new holder')
+    _write_fsync(os.path.join(mnt2, 'new-holder'), b'new')
+    try:
+        _write_fsync(s.p('old-holder'), b'stale writer')
+    except OSError:
+        pass  # refusing the fenced holder's fsync is the right answer
+    subprocess.run([_bin(), 'sync', s.mnt], capture_output=True, timeout=60)
+    s.env.sleep(mnt2)
+    cache, state, mnt3 = s.env.fresh_dirs('fence-check')
+    s.env.mount(s.home, mnt3, cache, state, extra=('--takeover',))
+    try:
+        true(os.path.exists(os.path.join(mnt3, 'new-holder')), "the new holder's write is in HEAD")
+        true(not os.path.exists(os.path.join(mnt3, 'old-holder')), "the fenced holder's seal advanced HEAD")
+    finally:
+        s.env.sleep(mnt3)
+    subprocess.run([_bin(), 'sleep', s.mnt], capture_output=True, timeout=60)
+    s.env.unmount(s.mnt)
+
+
+def _bin():
+    return BIN
