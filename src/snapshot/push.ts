@@ -42,7 +42,7 @@ export interface PushProgress {
 export interface PushOptions {
   /** Exclude patterns (config.ts `excludePatterns()`); none when absent. */
   excludes?: readonly string[];
-  /** Files hashed and uploaded at once (default 8; each holds at most one 8 MiB block). */
+  /** Files hashed and uploaded at once (default 16; each holds at most one 8 MiB block in memory). */
   parallelism?: number;
   /** Read and store xattrs (default true; needs python3). */
   xattrs?: boolean;
@@ -331,7 +331,7 @@ export async function pushDirectory(dir: string, store: Store, org: string, home
   p.progress.filesTotal = groups.length;
   p.progress.bytesTotal = groups.reduce((s, g) => s + Number((g[0] as Node).st.size), 0);
   p.emit();
-  await mapLimit(groups, opts.parallelism ?? 8, async (group) => {
+  await mapLimit(groups, opts.parallelism ?? 16, async (group) => {
     const first = group[0] as Node;
     await p.content(first);
     for (const other of group.slice(1)) {
