@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# A throwaway single-node Ceph cluster with an S3 gateway on 127.0.0.1, for the S3 store tests.
+#
+#   test/support/ceph.sh start    start (or reuse) the cluster; print ONLY `export` lines on stdout:
+#                                 HOMEFS_TEST_S3_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
+#   test/support/ceph.sh stop     kill every daemon it started and remove its state directory
+#   test/support/ceph.sh status   exit 0 and print the exports if the cluster answers, else exit 1
+#
+# Built from the Debian packages ceph-mon, ceph-osd, ceph-mgr and radosgw, without systemd: one mon, one mgr,
+# one OSD on `memstore` (objects live in RAM), pool size 1, auth none, radosgw's beast frontend bound to
+# 127.0.0.1 on a free port. All state (config, mon store, logs, pid files) lives in $HOMEFS_CEPH_DIR
+# (default /tmp/homefs-ceph-$UID). Everything listens on loopback only. Diagnostics go to stderr.
+#
+# Holders: a process that starts the cluster for itself (test/support/s3.ts) sets HOMEFS_CEPH_HOLDER=<pid>
+# on start and calls `stop --holder <pid>`; the cluster is then stopped only when no live holder remains,
+# so concurrent test processes can share one cluster.
+set -euo pipefail
+
+DIR=${HOMEFS_CEPH_DIR:-/tmp/homefs-ceph-${UID:-$(id -u)}}
+CONF=$DIR/ceph.conf
+BUCKET=${HOMEFS_CEPH_BUCKET:-homefs-test}
+REGION=us-east-1
+START_TIMEOUT=${HOMEFS_CEPH_TIMEOUT:-240}
+
+log() { echo "ceph.sh: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+free_port() {
+  node -e "const s=require('net').createServer();s.listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"
+}
+
+# ceph/radosgw-admin with our config and a bounded wait, so a dead mon never hangs the caller.
+c() { timeout 30 ceph -c "$CONF" --connect-timeout 20 "$@"; }
+rgwadmin() { timeout 60 radosgw-admin -c "$CONF" "$@"; }
+
+pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+s3_answers() {
+  local port=$1
+  curl -s -o /dev/null -m 2 -w '%{http_code}' "http://127.0.0.1:$port/" 2>/dev/null | grep -q '^200$'
+}
+
+print_env() {
+  # shellcheck disable=SC1091
+  . "$DIR/env"
+  printf "export HOMEFS_TEST_S3_URL='s3://%s/test?endpoint=http://127.0.0.1:%s&region=%s&pathStyle=true'\n" "$BUCKET" "$RGW_PORT" "$REGION"
+  printf "export AWS_ACCESS_KEY_ID='%s'\n" "$ACCESS_KEY"
+  printf "export AWS_SECRET_ACCESS_KEY='%s'\n" "$SECRET_KEY"
+}
+
+running() {
+  [ -f "$DIR/env" ] || return 1
+  for d in mon.a mgr.x osd.0 client.rgw; do pid_alive "$DIR/run/$d.pid" || return 1; done
+  # shellcheck disable=SC1091
+  . "$DIR/env"
+  s3_answers "$RGW_PORT"
+}
+
+add_holder() {
+  if [ -n "${HOMEFS_CEPH_HOLDER:-}" ]; then mkdir -p "$DIR/holders" && : >"$DIR/holders/$HOMEFS_CEPH_HOLDER"; fi
+}
+
+wait_for() { # <seconds> <description> <command...>
+  local secs=$1 what=$2; shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    if [ $SECONDS -ge $deadline ]; then
+      log "timed out after ${secs}s waiting for $what; logs in $DIR/log"
+      return 1
+    fi
+    sleep 0.5
+  done
+}
+
+write_conf() {
+  local fsid=$1 mon_port=$2 rgw_port=$3
+  cat >"$CONF" <<EOF
+[global]
+fsid = $fsid
+mon host = v2:127.0.0.1:$mon_port
+mon initial members = a
+public addr = 127.0.0.1
+ms bind msgr1 = false
+ms bind ipv6 = false
+auth cluster required = none
+auth service required = none
+auth client required = none
+keyring = $DIR/keyring
+run dir = $DIR/run
+admin socket = $DIR/run/\$name.asok
+pid file = $DIR/run/\$name.pid
+log file = $DIR/log/\$name.log
+log to stderr = false
+err to stderr = false
+mon cluster log file = $DIR/log/cluster.log
+crash dir = $DIR/crash
+osd pool default size = 1
+osd pool default min size = 1
+osd pool default pg num = 8
+osd pool default pgp num = 8
+osd pool default pg autoscale mode = off
+osd crush chooseleaf type = 0
+mon allow pool size one = true
+mon allow pool delete = true
+mon max pg per osd = 1000
+mon warn on pool no redundancy = false
+# rgw's pools are created with a default of 8 PGs above; keep memory small
+osd memory target = 939524096
+osd objectstore = memstore
+memstore device bytes = 4294967296
+# threads: the CI machine has 2 cores
+osd op num shards = 1
+osd op num threads per shard = 2
+
+[mon]
+mon data = $DIR/mon/\$name
+
+[mgr]
+mgr data = $DIR/mgr/\$name
+# the default module set includes the dashboard and more; none is needed here
+mgr initial modules =
+
+[osd]
+osd data = $DIR/osd/\$name
+
+[client.rgw]
+# radosgw asks for a 'secure' mon connection by default, which auth none cannot provide (-13 forever)
+ms mon client mode = crc
+rgw frontends = beast endpoint=127.0.0.1:$rgw_port
+rgw data = $DIR/rgw
+rgw enable usage log = false
+rgw thread pool size = 64
+EOF
+}
+
+do_start() {
+  if running; then
+    log "reusing the running cluster in $DIR"
+    add_holder
+    print_env
+    return 0
+  fi
+  if [ -d "$DIR" ]; then
+    log "found a stale cluster in $DIR; stopping it first"
+    do_stop_all
+  fi
+  local t0=$SECONDS
+  for bin in ceph-mon ceph-osd ceph-mgr radosgw radosgw-admin monmaptool ceph curl node; do
+    command -v "$bin" >/dev/null || die "missing '$bin': apt-get install ceph-mon ceph-osd ceph-mgr radosgw curl"
+  done
+  mkdir -p "$DIR"/{run,log,crash,mon/mon.a,mgr/mgr.x,osd/osd.0,rgw}
+  local fsid mon_port rgw_port access secret
+  fsid=$(cat /proc/sys/kernel/random/uuid)
+  mon_port=$(free_port)
+  rgw_port=$(free_port)
+  while [ "$rgw_port" = "$mon_port" ]; do rgw_port=$(free_port); done
+  access=HOMEFS$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n' | tr a-f A-F)
+  secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  write_conf "$fsid" "$mon_port" "$rgw_port"
+  : >"$DIR/keyring"
+
+  monmaptool --create --clobber --fsid "$fsid" --addv a "[v2:127.0.0.1:$mon_port]" "$DIR/monmap" >/dev/null 2>&1 \
+    || die "monmaptool failed"
+  ceph-mon -c "$CONF" --mkfs -i a --monmap "$DIR/monmap" >>"$DIR/log/mkfs.log" 2>&1 || die "ceph-mon --mkfs failed; see $DIR/log/mkfs.log"
+  ceph-mon -c "$CONF" -i a 9>&- >>"$DIR/log/daemons.log" 2>&1 || die "ceph-mon did not start; see $DIR/log/mon.a.log"
+  wait_for 60 "the monitor" c mon stat || exit 1
+  log "mon up after $((SECONDS - t0))s"
+
+  ceph-mgr -c "$CONF" -i x 9>&- >>"$DIR/log/daemons.log" 2>&1 || die "ceph-mgr did not start; see $DIR/log/mgr.x.log"
+
+  local uuid id
+  uuid=$(cat /proc/sys/kernel/random/uuid)
+  id=$(c osd new "$uuid") || die "ceph osd new failed"
+  [ "$id" = 0 ] || die "unexpected OSD id $id"
+  ceph-osd -c "$CONF" -i 0 --mkfs --osd-uuid "$uuid" >>"$DIR/log/mkfs.log" 2>&1 || die "ceph-osd --mkfs failed; see $DIR/log/mkfs.log"
+  ceph-osd -c "$CONF" -i 0 9>&- >>"$DIR/log/daemons.log" 2>&1 || die "ceph-osd did not start; see $DIR/log/osd.0.log"
+  osd_up() { c osd dump 2>/dev/null | grep -q '^osd.0 up'; }
+  wait_for 90 "the OSD to come up" osd_up || exit 1
+  log "osd up after $((SECONDS - t0))s"
+
+  radosgw -c "$CONF" -n client.rgw 9>&- >>"$DIR/log/daemons.log" 2>&1 || die "radosgw did not start; see $DIR/log/client.rgw.log"
+  wait_for 120 "the S3 gateway on 127.0.0.1:$rgw_port" s3_answers "$rgw_port" || exit 1
+  log "rgw answers after $((SECONDS - t0))s"
+
+  rgwadmin user create --uid homefs-test --display-name "homefs tests" \
+    --access-key "$access" --secret-key "$secret" >>"$DIR/log/admin.log" 2>&1 || die "radosgw-admin user create failed; see $DIR/log/admin.log"
+  printf 'RGW_PORT=%s\nACCESS_KEY=%s\nSECRET_KEY=%s\n' "$rgw_port" "$access" "$secret" >"$DIR/env"
+
+  local code
+  # RGW checks x-amz-content-sha256 (here: the hash of the empty body), which curl does not send by itself
+  code=$(curl -s -o "$DIR/log/bucket.out" -w '%{http_code}' -m 30 -X PUT \
+    -H 'x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' \
+    --aws-sigv4 "aws:amz:$REGION:s3" --user "$access:$secret" "http://127.0.0.1:$rgw_port/$BUCKET") || true
+  case "$code" in
+    200|409) ;;
+    *) die "creating bucket $BUCKET failed with HTTP $code: $(cat "$DIR/log/bucket.out")" ;;
+  esac
+  log "cluster ready in $((SECONDS - t0))s (S3 on 127.0.0.1:$rgw_port, bucket $BUCKET, state in $DIR)"
+  add_holder
+  print_env
+}
+
+kill_pidfile() { # sends TERM, waits, then KILL
+  local f=$1 pid
+  [ -f "$f" ] || return 0
+  pid=$(cat "$f")
+  kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+do_stop_all() {
+  for d in client.rgw osd.0 mgr.x mon.a; do kill_pidfile "$DIR/run/$d.pid"; done
+  rm -rf "$DIR"
+}
+
+do_stop() {
+  if [ "${1:-}" = "--holder" ]; then
+    [ -n "${2:-}" ] || die "usage: ceph.sh stop [--holder PID]"
+    rm -f "$DIR/holders/$2"
+    if [ -d "$DIR/holders" ]; then
+      for h in "$DIR"/holders/*; do
+        [ -e "$h" ] || continue
+        if kill -0 "$(basename "$h")" 2>/dev/null; then
+          log "cluster still held by pid $(basename "$h"); leaving it running"
+          return 0
+        fi
+        rm -f "$h"
+      done
+    fi
+  fi
+  [ -d "$DIR" ] || return 0
+  do_stop_all
+  log "stopped"
+}
+
+# Serialize start/stop so concurrent callers share one cluster instead of racing to build two. The
+# daemons are started with fd 9 closed, or they would hold this lock for as long as they run.
+exec 9>"${DIR}.lock"
+flock -w "$((START_TIMEOUT + 30))" 9 || die "another ceph.sh holds ${DIR}.lock"
+
+case "${1:-}" in
+  start) do_start ;;
+  stop) shift; do_stop "$@" ;;
+  status)
+    if running; then print_env; else log "not running"; exit 1; fi ;;
+  *) die "usage: ceph.sh start|stop|status" ;;
+esac
