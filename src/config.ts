@@ -40,6 +40,8 @@ export const defaults = {
   storeRetries: 5,
   storeRetryBaseMs: 100,
   storeRetryMaxMs: 5_000,
+  /** A store call (all its attempts and backoff sleeps) gives up after this long. */
+  storeRetryDeadlineMs: 60_000,
   /** Block cache size cap on disk. */
   cacheSizeBytes: 10 * 1024 * 1024 * 1024,
   /** Seal at most this often while parked (idle). */
