@@ -46,10 +46,8 @@ export function progressBar(opts: ProgressOptions = {}): Progress {
     },
     stop: () => {
       clearInterval(timer);
-      if (shown) {
-        draw();
-        stream.write('\n');
-      }
+      draw();
+      if (shown) stream.write('\n');
     },
   };
 }
