@@ -87,12 +87,14 @@ function makeTarball(): string {
 interface Row { name: string; unit: string; values: Map<string, number> }
 const rows: Row[] = [];
 function measure(name: string, unit: string, fn: (s: Subject, rep: number) => number): void {
+  // Repetitions are interleaved across subjects so that load from elsewhere spreads over all columns.
   const row: Row = { name, unit, values: new Map() };
+  const xs = new Map<string, number[]>(subjects.map((s) => [s.name, []]));
+  for (let r = 0; r < reps; r++) for (const s of subjects) xs.get(s.name)?.push(fn(s, r));
   for (const s of subjects) {
-    const xs: number[] = [];
-    for (let r = 0; r < reps; r++) xs.push(fn(s, r));
-    row.values.set(s.name, median(xs));
-    process.stderr.write(`${name} ${s.name}: ${median(xs).toFixed(unit === 'µs' ? 1 : 3)} ${unit}\n`);
+    const m = median(xs.get(s.name) ?? []);
+    row.values.set(s.name, m);
+    process.stderr.write(`${name} ${s.name}: ${m.toFixed(unit === 'µs' ? 1 : 3)} ${unit} (${(xs.get(s.name) ?? []).map((x) => x.toFixed(unit === 'µs' ? 1 : 3)).join(', ')})\n`);
   }
   rows.push(row);
 }
@@ -134,8 +136,9 @@ function report(): void {
   const names = subjects.map((s) => s.name);
   const lines: string[] = [];
   const kernel = sh('uname', ['-r']).trim();
-  lines.push(`Run: ${new Date().toISOString()}, kernel ${kernel}, Node ${process.version}, ${reps} repetitions (median), `
-    + `${fs.readFileSync('/proc/cpuinfo', 'utf8').split('\n').filter((l) => l.startsWith('processor')).length} CPUs.`);
+  lines.push(`Run: ${new Date().toISOString()}, kernel ${kernel}, Node ${process.version}, ${reps} repetitions (median, `
+    + `interleaved), ${fs.readFileSync('/proc/cpuinfo', 'utf8').split('\n').filter((l) => l.startsWith('processor')).length} CPUs, `
+    + `load average at the end ${fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}.`);
   lines.push('');
   lines.push(`| workload | ${names.join(' | ')} | loopback / bindfs | loopback / native | fuse-native / bindfs |`);
   lines.push(`|---|${names.map(() => '---:').join('|')}|---:|---:|---:|`);

@@ -26,11 +26,13 @@ function onSignal(sig: NodeJS.Signals): void {
   }
 }
 
-export function track(s: Closable): void {
+let exitInstalled = false;
+
+export function track(s: Closable, handleSignals: boolean): void {
   live.add(s);
-  if (installed) return;
+  if (!exitInstalled) { exitInstalled = true; process.on('exit', () => closeAll(true)); }
+  if (!handleSignals || installed) return;
   installed = true;
-  process.on('exit', () => closeAll(true));
   for (const sig of SIGNALS) process.on(sig, onSignal);
 }
 

@@ -59,6 +59,6 @@ export function mount(mountpoint: string, ops: Ops, opts: MountOptions = {}): Se
     throw new Error(`cannot mount on ${abs}: ${(e as Error).message.replace(/\s+/g, ' ')}`);
   }
   session.attach(handle);
-  track(session);
+  track(session, opts.handleSignals ?? true);
   return session;
 }

@@ -69,7 +69,15 @@ export interface Reply {
   dirPlus(req: Req, size: number, entries: DirPlusEntry[]): number;
 }
 
-/** Every handler is synchronous and must eventually call exactly one reply for req. Missing ops answer ENOSYS. */
+/**
+ * Every handler is synchronous and must eventually call exactly one reply for req. Ops missing from the
+ * object (undefined at mount time) are answered by libfuse: ENOSYS, except open/opendir (success, fh 0),
+ * release/releasedir (success), statfs (a default) and forget (nothing). Defining `readdirplus` turns the
+ * kernel's readdirplus on (with readdirplus_auto the kernel picks readdir or readdirplus per call, so both
+ * must list the same entries with the same cookies); leave it undefined to get plain readdir only. A handler that throws gets its request answered with EIO and the exception is then
+ * re-raised as an uncaught exception (the process's exit hooks unmount). `open` never sees O_TRUNC: the
+ * kernel sends setattr({ size: 0 }) instead (atomic_o_trunc is off).
+ */
 export interface Ops {
   init?(): void; destroy?(): void;
   lookup(req: Req, parent: number, name: string): void;
@@ -88,13 +96,14 @@ export interface Ops {
   link(req: Req, ino: number, newParent: number, newName: string): void;
   open(req: Req, ino: number, flags: number): void;
   read(req: Req, ino: number, size: number, offset: number, fh: number): void;
-  /** data may be reused after return: copy if kept. */
+  /** data is a fresh copy of the kernel's bytes: the handler may keep it (e.g. for an async write). */
   write(req: Req, ino: number, data: Buffer, offset: number, fh: number, flags: number): void;
   flush(req: Req, ino: number, fh: number): void;
   release(req: Req, ino: number, fh: number, flags: number): void;
   fsync(req: Req, ino: number, datasync: boolean, fh: number): void;
   opendir(req: Req, ino: number, flags: number): void;
   readdir(req: Req, ino: number, size: number, offset: number, fh: number): void;
+  /** Reply with dirPlus; the kernel takes a lookup reference for each packed entry except "." and "..". */
   readdirplus(req: Req, ino: number, size: number, offset: number, fh: number): void;
   releasedir(req: Req, ino: number, fh: number): void;
   fsyncdir(req: Req, ino: number, datasync: boolean, fh: number): void;
@@ -117,16 +126,29 @@ export interface Ops {
 export interface MountOptions {
   fsname?: string; subtype?: string; allowOther?: boolean; defaultPermissions?: boolean; readOnly?: boolean;
   autoUnmount?: boolean; maxWrite?: number; writebackCache?: boolean; debug?: boolean;
+  /**
+   * Default true: SIGINT/SIGTERM/SIGHUP/SIGQUIT unmount every session, then re-raise the signal if nobody
+   * else listens for it. false: only the 'exit' hook and the addon's atexit() unmount; the application's
+   * own signal handlers must call unmount() (autoUnmount still covers SIGKILL).
+   */
+  handleSignals?: boolean;
 }
 
 export interface Session extends Reply {
   readonly mountpoint: string;
   /** Drop cached pages (off/len; len 0 = to the end, off -1 = attributes only). Returns 0 or -errno. */
   invalInode(ino: number, off: number, len: number): number;
-  /** Drop the cached dentry parent/name. Returns 0 or -errno. */
+  /**
+   * Drop the cached dentry parent/name. Returns 0 or -errno. Both notifications are synchronous writes to
+   * the kernel: never call them while a request on the same directory (invalEntry) or the same pages
+   * (invalInode) is still unanswered, or the kernel waits for us while we wait for it.
+   */
   invalEntry(parent: number, name: string): number;
-  /** Idempotent; answers nothing, stops the poll first, then unmounts. */
+  /**
+   * Idempotent; stops the poll first, answers outstanding requests with EIO, then unmounts; replies that
+   * arrive later are dropped silently. Called from inside a handler it takes effect after that handler.
+   */
   unmount(): void;
-  /** External umount / fusermount -u / connection abort. */
+  /** External umount / fusermount -u / connection abort (not called for our own unmount()). */
   onUnmounted(cb: (reason: string) => void): void;
 }
