@@ -126,7 +126,7 @@ osd data = $DIR/osd/\$name
 [client.rgw]
 # radosgw asks for a 'secure' mon connection by default, which auth none cannot provide (-13 forever)
 ms mon client mode = crc
-rgw frontends = beast endpoint=127.0.0.1:$rgw_port
+rgw frontends = beast endpoint=127.0.0.1:$rgw_port tcp_nodelay=1
 rgw data = $DIR/rgw
 rgw enable usage log = false
 rgw thread pool size = 64

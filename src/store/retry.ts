@@ -1,0 +1,157 @@
+/**
+ * `RetryingStore`: wraps any Store and retries transient failures (throttling, 5xx, network errors, see
+ * transient.ts) with exponential backoff and full jitter: before attempt n+1 it sleeps a uniformly random
+ * time in [0, min(maxMs, baseMs * 2^n)]. It never retries other errors (a 4xx, a missing key), never makes
+ * more than `retries` extra attempts, and never sleeps or waits past `deadlineMs` from the call's start: an
+ * attempt still running at the deadline is abandoned and the call fails with a TransientStoreError.
+ *
+ * `putIfAbsent` after an ambiguous failure (a transient error: the object may have been written and the
+ * reply lost) may find the key present. It then reads the object and returns true if the stored bytes are
+ * ours, because then this caller created it; anything else is a real `false`.
+ *
+ * `list` resumes after the last key it yielded when a page fails, so a retry never repeats or skips keys.
+ */
+import { defaults } from '../config.js';
+import type { ObjectInfo, Store } from './store.js';
+import { TransientStoreError, isTransient } from './transient.js';
+
+export interface RetryOptions {
+  retries: number;
+  baseMs: number;
+  maxMs: number;
+  /** Total time a call may take, attempts and sleeps included. */
+  deadlineMs: number;
+  /** Injectable for tests. */
+  sleep: (ms: number) => Promise<void>;
+  random: () => number;
+  now: () => number;
+  /** Called before each retry (logging, tests). */
+  onRetry?: (op: string, attempt: number, delayMs: number, error: unknown) => void;
+}
+
+export const defaultRetryOptions: RetryOptions = {
+  retries: defaults.storeRetries,
+  baseMs: defaults.storeRetryBaseMs,
+  maxMs: defaults.storeRetryMaxMs,
+  deadlineMs: defaults.storeRetryDeadlineMs,
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  random: Math.random,
+  now: Date.now,
+};
+
+/** Rejects with a TransientStoreError if `p` has not settled within `ms`; `p` itself is abandoned. */
+function withTimeout<T>(p: Promise<T>, ms: number, url: string, op: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new TransientStoreError(url, `${op} did not answer within the retry deadline`)), Math.max(0, ms));
+    p.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    );
+  });
+}
+
+export class RetryingStore implements Store {
+  readonly url: string;
+  private readonly opts: RetryOptions;
+
+  constructor(readonly inner: Store, opts: Partial<RetryOptions> = {}) {
+    this.url = inner.url;
+    this.opts = { ...defaultRetryOptions, ...opts };
+  }
+
+  /** The backoff before retry number `attempt` (0-based): full jitter. */
+  delay(attempt: number): number {
+    const cap = Math.min(this.opts.maxMs, this.opts.baseMs * 2 ** attempt);
+    return Math.floor(this.opts.random() * cap);
+  }
+
+  /**
+   * Runs `fn` until it succeeds, fails with a non-transient error, runs out of retries or of time.
+   * `onTransient` sees every transient failure (putIfAbsent notes that a write may have happened).
+   */
+  private async attempt<T>(op: string, fn: () => Promise<T>, onTransient?: () => void): Promise<T> {
+    const deadline = this.opts.now() + this.opts.deadlineMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await withTimeout(fn(), deadline - this.opts.now(), this.url, op);
+      } catch (e) {
+        if (!isTransient(e)) throw e;
+        onTransient?.();
+        const wait = this.delay(attempt);
+        if (attempt >= this.opts.retries || this.opts.now() + wait >= deadline) throw e;
+        this.opts.onRetry?.(op, attempt + 1, wait, e);
+        await this.opts.sleep(wait);
+      }
+    }
+  }
+
+  has(keys: readonly string[]): Promise<Set<string>> {
+    return this.attempt('has', () => this.inner.has(keys));
+  }
+
+  get(key: string): Promise<Buffer> {
+    return this.attempt('get', () => this.inner.get(key));
+  }
+
+  put(key: string, data: Buffer): Promise<void> {
+    return this.attempt('put', () => this.inner.put(key, data));
+  }
+
+  async putIfAbsent(key: string, data: Buffer): Promise<boolean> {
+    let ambiguous = false;
+    const created = await this.attempt('putIfAbsent', () => this.inner.putIfAbsent(key, data), () => {
+      ambiguous = true;
+    });
+    if (created || !ambiguous) return created;
+    const stored = await this.attempt('get', () => this.inner.get(key));
+    return stored.equals(data);
+  }
+
+  async *list(prefix: string, limit = Infinity): AsyncIterable<ObjectInfo> {
+    let last: string | undefined;
+    let left = limit;
+    const deadline = () => this.opts.now() + this.opts.deadlineMs;
+    let end = deadline();
+    for (let attempt = 0; left > 0; ) {
+      try {
+        const it = this.inner.list(prefix, last === undefined ? left : Infinity)[Symbol.asyncIterator]();
+        for (;;) {
+          const next = await withTimeout(it.next(), end - this.opts.now(), this.url, 'list');
+          if (next.done) return;
+          const o = next.value;
+          if (last !== undefined && o.key <= last) continue; // already yielded before the failure
+          last = o.key;
+          left--;
+          attempt = 0;
+          yield o;
+          end = deadline(); // the deadline bounds each wait for the store, not the consumer's pace
+          if (left <= 0) {
+            await it.return?.();
+            return;
+          }
+        }
+      } catch (e) {
+        if (!isTransient(e)) throw e;
+        const wait = this.delay(attempt);
+        if (attempt >= this.opts.retries || this.opts.now() + wait >= end) throw e;
+        this.opts.onRetry?.('list', attempt + 1, wait, e);
+        attempt++;
+        await this.opts.sleep(wait);
+      }
+    }
+  }
+
+  delete(key: string): Promise<void> {
+    return this.attempt('delete', () => this.inner.delete(key));
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}

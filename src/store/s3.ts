@@ -1,0 +1,263 @@
+/**
+ * `s3://` backend: a Store in a bucket of any S3-compatible service (AWS S3, Ceph RGW, MinIO, R2), through
+ * @aws-sdk/client-s3. One object per key, under an optional key prefix.
+ *
+ * URL: `s3://<bucket>[/<prefix>][?option=value&...]`, options (docs/store.md has examples per service):
+ *   endpoint=<http(s) URL>   the service's endpoint; default AWS (or AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL).
+ *   region=<name>            signing region; default from AWS_REGION / AWS_DEFAULT_REGION / the profile, else
+ *                            us-east-1 when an endpoint is given (Ceph and MinIO accept any region).
+ *   pathStyle=true|false     `endpoint/bucket/key` instead of `bucket.endpoint/key`; default true when an
+ *                            endpoint is given (self-hosted services rarely have wildcard DNS), false on AWS.
+ *   profile=<name>           the AWS shared-config profile for credentials and region (else AWS_PROFILE).
+ *   parallelism=<n>          concurrent HEAD requests in `has()`; default `defaults.storeParallelism`.
+ * Credentials never go in the URL: they come from the standard AWS chain (AWS_ACCESS_KEY_ID +
+ * AWS_SECRET_ACCESS_KEY [+ AWS_SESSION_TOKEN], ~/.aws/credentials and config, SSO, web identity, ECS/EC2
+ * roles).
+ *
+ * Assumptions: the service enforces `If-None-Match: *` on PUT (probe.ts checks it before HEAD moves);
+ * `has()` needs s3:ListBucket on AWS, which otherwise answers 403 instead of 404 for a missing key. This
+ * class never retries (the SDK's own retries are off): RetryingStore (retry.ts) wraps it, and failures are
+ * classified here into NotFoundError, TransientStoreError (retried) and one-line UserErrors (not retried).
+ */
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
+import { defaults } from '../config.js';
+import { mapLimit } from '../util/concurrency.js';
+import { NotFoundError, UserError } from '../util/errors.js';
+import { validateKey } from './file.js';
+import { classifyS3Error, isPreconditionFailed, isMissing } from './s3-errors.js';
+import type { ObjectInfo, Store } from './store.js';
+
+export interface S3Location {
+  bucket: string;
+  /** Key prefix without leading or trailing slash; '' for the bucket root. */
+  prefix: string;
+  endpoint?: string;
+  region?: string;
+  pathStyle: boolean;
+  profile?: string;
+  parallelism: number;
+}
+
+const OPTIONS = new Set(['endpoint', 'region', 'pathStyle', 'profile', 'parallelism']);
+const BUCKET = /^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$/;
+
+/** Parses and validates an `s3://` URL; every problem is a one-line UserError. */
+export function parseS3Url(url: URL, env: NodeJS.ProcessEnv = process.env): S3Location {
+  const shown = `s3://${url.host}${url.pathname}`;
+  if (url.protocol !== 's3:') throw new UserError(`not an s3:// URL: ${shown}`);
+  if (url.username || url.password) {
+    throw new UserError(`store URL ${shown}: credentials do not belong in the URL; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or AWS_PROFILE`);
+  }
+  const bucket = url.hostname;
+  if (!BUCKET.test(bucket)) throw new UserError(`store URL ${shown}: '${bucket}' is not a valid bucket name`);
+  const prefix = decodeURIComponent(url.pathname).replace(/^\/+|\/+$/g, '');
+  if (prefix && prefix.split('/').some((c) => c === '' || c === '.' || c === '..')) {
+    throw new UserError(`store URL ${shown}: invalid key prefix '${prefix}'`);
+  }
+  for (const k of url.searchParams.keys()) {
+    if (!OPTIONS.has(k)) throw new UserError(`store URL ${shown}: unknown option '${k}' (known: ${[...OPTIONS].join(', ')})`);
+  }
+  const q = (k: string): string | undefined => url.searchParams.get(k) ?? undefined;
+  const endpoint = q('endpoint');
+  if (endpoint !== undefined) {
+    let e: URL;
+    try {
+      e = new URL(endpoint);
+    } catch {
+      throw new UserError(`store URL ${shown}: endpoint '${endpoint}' is not a URL (expected http(s)://host[:port])`);
+    }
+    if (e.protocol !== 'http:' && e.protocol !== 'https:') throw new UserError(`store URL ${shown}: endpoint must be http:// or https://`);
+  }
+  const pathStyleRaw = q('pathStyle');
+  if (pathStyleRaw !== undefined && !['true', 'false', '1', '0'].includes(pathStyleRaw)) {
+    throw new UserError(`store URL ${shown}: pathStyle must be true or false`);
+  }
+  const pathStyle = pathStyleRaw === undefined ? endpoint !== undefined : pathStyleRaw === 'true' || pathStyleRaw === '1';
+  const parRaw = q('parallelism');
+  const parallelism = parRaw === undefined ? defaults.storeParallelism : Number(parRaw);
+  if (!Number.isInteger(parallelism) || parallelism < 1 || parallelism > 1024) {
+    throw new UserError(`store URL ${shown}: parallelism must be an integer from 1 to 1024`);
+  }
+  let region = q('region');
+  if (region === undefined && endpoint !== undefined && !env.AWS_REGION && !env.AWS_DEFAULT_REGION) region = 'us-east-1';
+  const loc: S3Location = { bucket, prefix, pathStyle, parallelism };
+  if (endpoint !== undefined) loc.endpoint = endpoint;
+  if (region !== undefined) loc.region = region;
+  const profile = q('profile');
+  if (profile !== undefined) loc.profile = profile;
+  return loc;
+}
+
+/** The URL of a location, without credentials (none are ever in it). */
+export function formatS3Url(loc: S3Location): string {
+  const params = new URLSearchParams();
+  if (loc.endpoint) params.set('endpoint', loc.endpoint);
+  if (loc.region) params.set('region', loc.region);
+  if (loc.endpoint && !loc.pathStyle) params.set('pathStyle', 'false');
+  if (!loc.endpoint && loc.pathStyle) params.set('pathStyle', 'true');
+  if (loc.profile) params.set('profile', loc.profile);
+  const qs = params.toString();
+  return `s3://${loc.bucket}${loc.prefix ? `/${loc.prefix}` : ''}${qs ? `?${decodeURIComponent(qs)}` : ''}`;
+}
+
+export class S3Store implements Store {
+  readonly url: string;
+  private readonly client: S3Client;
+  private readonly keyPrefix: string;
+  /** HeadBucket once, so a wrong bucket or credential is reported as such and not as a missing key. */
+  private bucketChecked: Promise<void> | undefined;
+
+  private readonly pageSize: number;
+
+  /** `opts.clientConfig` overrides the SDK client's settings; `opts.listPageSize` (≤ 1000) is for tests. */
+  constructor(readonly loc: S3Location, opts: { clientConfig?: S3ClientConfig; listPageSize?: number } = {}) {
+    this.pageSize = Math.min(1000, opts.listPageSize ?? 1000);
+    this.url = formatS3Url(loc);
+    this.keyPrefix = loc.prefix ? `${loc.prefix}/` : '';
+    const config: S3ClientConfig = {
+      forcePathStyle: loc.pathStyle,
+      // RetryingStore retries with our policy and deadline; SDK retries underneath would multiply them.
+      maxAttempts: 1,
+      // The SDK's default CRC32 checksum headers and aws-chunked bodies are not understood by every
+      // S3-compatible service (older Ceph, MinIO, R2); integrity is checked by hash at a higher level.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      requestHandler: { connectionTimeout: 5_000, requestTimeout: 120_000, throwOnRequestTimeout: true },
+      ...opts.clientConfig,
+    };
+    if (loc.endpoint) config.endpoint = loc.endpoint;
+    else config.followRegionRedirects = true;
+    if (loc.region) config.region = loc.region;
+    if (loc.profile) config.profile = loc.profile;
+    // The SDK warns on every process start that its releases after January 2027 need Node 22; the lock
+    // file pins a release that supports Node 20, and a CLI must not print that on each run.
+    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+    this.client = new S3Client(config);
+  }
+
+  private objectKey(key: string): string {
+    return this.keyPrefix + validateKey(key);
+  }
+
+  private fail(e: unknown, key?: string): never {
+    throw classifyS3Error(e, this.url, this.loc.bucket, key);
+  }
+
+  private checkBucket(): Promise<void> {
+    if (!this.bucketChecked) {
+      this.bucketChecked = this.client.send(new HeadBucketCommand({ Bucket: this.loc.bucket })).then(
+        () => undefined,
+        (e: unknown) => {
+          this.bucketChecked = undefined; // check again on the next call (a retry)
+          this.fail(e);
+        },
+      );
+    }
+    return this.bucketChecked;
+  }
+
+  async has(keys: readonly string[]): Promise<Set<string>> {
+    await this.checkBucket();
+    const found = new Set<string>();
+    await mapLimit(keys, this.loc.parallelism, async (key) => {
+      try {
+        await this.client.send(new HeadObjectCommand({ Bucket: this.loc.bucket, Key: this.objectKey(key) }));
+        found.add(key);
+      } catch (e) {
+        if (!isMissing(e)) this.fail(e, key);
+      }
+    });
+    return found;
+  }
+
+  async get(key: string): Promise<Buffer> {
+    await this.checkBucket();
+    try {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.loc.bucket, Key: this.objectKey(key) }));
+      if (!out.Body) throw new Error('response without a body');
+      const bytes = await out.Body.transformToByteArray();
+      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    } catch (e) {
+      if (isMissing(e)) throw new NotFoundError(key);
+      this.fail(e, key);
+    }
+  }
+
+  async put(key: string, data: Buffer): Promise<void> {
+    await this.checkBucket();
+    try {
+      await this.client.send(new PutObjectCommand({ Bucket: this.loc.bucket, Key: this.objectKey(key), Body: data, ContentLength: data.length }));
+    } catch (e) {
+      this.fail(e, key);
+    }
+  }
+
+  async putIfAbsent(key: string, data: Buffer): Promise<boolean> {
+    await this.checkBucket();
+    try {
+      await this.client.send(
+        new PutObjectCommand({ Bucket: this.loc.bucket, Key: this.objectKey(key), Body: data, ContentLength: data.length, IfNoneMatch: '*' }),
+      );
+      return true;
+    } catch (e) {
+      if (isPreconditionFailed(e)) return false;
+      this.fail(e, key);
+    }
+  }
+
+  async *list(prefix: string, limit = Infinity): AsyncIterable<ObjectInfo> {
+    if (limit <= 0) return;
+    await this.checkBucket();
+    let left = limit;
+    let token: string | undefined;
+    do {
+      let page;
+      try {
+        page = await this.client.send(
+          new ListObjectsV2Command({
+            Bucket: this.loc.bucket,
+            Prefix: this.keyPrefix + prefix,
+            MaxKeys: Math.min(this.pageSize, left),
+            ContinuationToken: token,
+          }),
+        );
+      } catch (e) {
+        this.fail(e);
+      }
+      for (const o of page.Contents ?? []) {
+        if (left <= 0) return;
+        if (!o.Key || !o.Key.startsWith(this.keyPrefix)) continue;
+        left--;
+        yield { key: o.Key.slice(this.keyPrefix.length), size: o.Size ?? 0, mtimeMs: o.LastModified?.getTime() ?? 0 };
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token && left > 0);
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.checkBucket();
+    try {
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.loc.bucket, Key: this.objectKey(key) }));
+    } catch (e) {
+      if (!isMissing(e)) this.fail(e, key);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.client.destroy();
+  }
+}
+
+/** The factory openStore() calls for `s3://` URLs. */
+export function createS3Store(url: URL): Store {
+  return new S3Store(parseS3Url(url));
+}
