@@ -135,3 +135,29 @@ test('gc stops before deleting anything when a retained snapshot cannot be read'
     await rm(work, { recursive: true, force: true });
   }
 });
+
+test('gc keeps a candidate rewritten between its scan and its delete (a seal re-uploading a dedupe hit)', async () => {
+  const work = await mkdtemp(join(tmpdir(), 'homefs-ops-gc3-'));
+  try {
+    const storeDir = join(work, 'store');
+    const store = await new FileStore(storeDir).init();
+    const src = join(work, 'src');
+    await mkdir(src);
+    await writeFile(join(src, 'x'), 'x');
+    await pushDirectory(src, store, 'acme', 'a', { xattrs: false });
+    const objects = new ObjectStore(store, 'acme');
+    const data = Buffer.from('garbage that a seal is about to reuse');
+    const other = Buffer.from('plain garbage');
+    await objects.putBlock(hashBuffer(data), data);
+    await objects.putBlock(hashBuffer(other), other);
+    await backdate(join(storeDir, 'acme'), 2 * DAY);
+    const hooked = new HookedStore(store, { beforeList: { match: /^acme\/meta\/$/, run: () => objects.putBlock(hashBuffer(data), data) } });
+    const r = await gcOrg(hooked, 'acme', { graceMs: DAY, keep: 20, dryRun: false });
+    assert.equal(r.refreshed, 1);
+    assert.equal(r.deletedObjects, 1);
+    assert.ok(existsSync(join(storeDir, blockKey('acme', hashBuffer(data)))), 'rewritten during gc: kept');
+    assert.equal(existsSync(join(storeDir, blockKey('acme', hashBuffer(other)))), false);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+});

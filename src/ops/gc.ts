@@ -8,16 +8,17 @@
  *     grace period (default 24 h) by their store mtime;
  *  4. re-mark: HEADs and conflicts are read again and any root that appeared meanwhile (a seal or fork that
  *     committed during the gc) is walked; what it references leaves the candidate list;
- *  5. delete the candidates.
+ *  5. delete the candidates, each after a last look at its mtime (one rewritten since the scan stays).
  *
  * Why this is safe while other hosts seal: a seal writes blocks → trees → snapshot → HEAD. Everything it
  * uploads is younger than the grace period and is never a candidate; everything it reuses from its base is
  * reachable from the base HEAD, which is retained. If the mark cannot read a root (missing or corrupt
  * object), gc stops before deleting anything: sweeping on a partial mark would delete live data.
  * The remaining window is a seal that dedupes against an object that has been garbage for longer than the
- * grace period and commits after step 4; docs/operations.md explains sizing the grace period for it.
+ * grace period without rewriting it, and commits after step 4; a sealer that re-puts such dedupe hits
+ * (objects not in its base snapshot) closes it down to step 5's last look. docs/operations.md explains.
  */
-import type { Store } from '../store/store.js';
+import type { ObjectInfo, Store } from '../store/store.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { mapLimit } from '../util/concurrency.js';
 import { UserError, errorMessage } from '../util/errors.js';
@@ -48,6 +49,8 @@ export interface GcResult {
   youngUnreferenced: number;
   /** Candidates that a seal or fork committed during the gc made reachable again: kept. */
   rescued: number;
+  /** Candidates rewritten (or gone) between the scan and their delete: kept. */
+  refreshed: number;
   deletedObjects: number;
   bytesFreed: number;
   seconds: number;
@@ -71,6 +74,12 @@ async function mark(objects: ObjectStore, roots: readonly Root[], into: Reachabl
     }
     onRoot?.(++i);
   }
+}
+
+/** The listing entry of exactly `key` (size, mtime), or null when it is gone. */
+async function statKey(store: Store, key: string): Promise<ObjectInfo | null> {
+  for await (const o of store.list(key, 1)) return o.key === key ? o : null;
+  return null;
 }
 
 interface Candidate {
@@ -120,8 +129,16 @@ export async function gcOrg(store: Store, org: string, opts: GcOptions): Promise
 
   let deleted = 0;
   let bytesFreed = 0;
+  let refreshed = 0;
   if (!opts.dryRun) {
     await mapLimit(doomed, 16, async (c) => {
+      // Last look right before the delete: an object rewritten since the scan (a seal re-uploading
+      // content it dedupes against) is young again and stays.
+      const current = await statKey(store, c.key);
+      if (!current || now() - current.mtimeMs < opts.graceMs) {
+        refreshed++;
+        return;
+      }
       await store.delete(c.key);
       deleted++;
       bytesFreed += c.size;
@@ -134,7 +151,7 @@ export async function gcOrg(store: Store, org: string, opts: GcOptions): Promise
   }
   return {
     org, dryRun: opts.dryRun, homes: homes.length, roots: roots.length, prunedGenerations,
-    reachableObjects: reachable.meta.size + reachable.blocks.size, scannedObjects, scannedBytes, youngUnreferenced, rescued,
+    reachableObjects: reachable.meta.size + reachable.blocks.size, scannedObjects, scannedBytes, youngUnreferenced, rescued, refreshed,
     deletedObjects: deleted, bytesFreed, seconds: (performance.now() - t0) / 1000,
   };
 }
