@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { Registry } from '../src/metrics/registry.js';
 import { HomeMetrics } from '../src/metrics/homefs.js';
+import { MeteredStore } from '../src/metrics/store.js';
+import { MemoryStore } from '../src/store/memory.js';
 import { createLogger, parseLevel, prettyLine } from '../src/util/log.js';
 import { progressBar, renderBar } from '../src/util/progress.js';
 
@@ -99,4 +101,24 @@ test('progress: a bar on a TTY, nothing when piped', () => {
   q.update('verify hash', 3, 4);
   q.stop();
   assert.deepEqual(written, [`\r\x1b[K${renderBar('verify hash', 3, 4)}`, '\n']);
+});
+
+test('metrics: MeteredStore counts bytes fetched and uploaded by kind, latency by op, store errors', async () => {
+  const m = new HomeMetrics();
+  const s = new MeteredStore(new MemoryStore(), m);
+  const h = 'ab'.repeat(32);
+  await s.put(`acme/blocks/ab/${h}`, Buffer.alloc(100));
+  await s.put(`acme/meta/ab/${h}`, Buffer.alloc(7));
+  assert.equal(await s.putIfAbsent('acme/homes/a/heads/0', Buffer.alloc(64)), true);
+  assert.equal(await s.putIfAbsent('acme/homes/a/heads/0', Buffer.alloc(64)), false);
+  assert.equal((await s.get(`acme/blocks/ab/${h}`)).length, 100);
+  await assert.rejects(s.get('acme/blocks/cd/missing'));
+  assert.equal(m.bytesUploaded.get({ kind: 'block' }), 100);
+  assert.equal(m.bytesUploaded.get({ kind: 'meta' }), 7);
+  assert.equal(m.bytesUploaded.get({ kind: 'other' }), 64, 'a putIfAbsent that created nothing uploads nothing');
+  assert.equal(m.bytesFetched.get({ kind: 'block' }), 100);
+  assert.equal(m.errors.get({ kind: 'store' }), 0, 'a missing object is not an error');
+  const text = m.render();
+  assert.match(text, /^homefs_store_request_seconds_count\{op="put"\} 2$/m);
+  assert.match(text, /^homefs_store_request_seconds_count\{op="get"\} 2$/m);
 });
