@@ -143,6 +143,10 @@ test('snapshot round trip is canonical JSON with a version', () => {
   assert.deepEqual(decodeSnapshot(enc), s);
   const withParent = { ...s, parent: H('f') };
   assert.deepEqual(decodeSnapshot(encodeSnapshot(withParent)), withParent);
+  const withRoot = { ...s, rootAttrs: { mode: 0o700, uid: 1000, gid: 1000, mtimeNs: 1_796_000_000_123_456_789n } };
+  const encRoot = encodeSnapshot(withRoot);
+  assert.match(encRoot.toString(), /"stats":\{[^}]*\},"rootAttrs":\{"mode":448,"uid":1000,"gid":1000,"mtimeNs":"1796000000123456789"\},"reason":"push"/);
+  assert.deepEqual(decodeSnapshot(encRoot), withRoot);
 });
 
 test('malformed snapshots are rejected', () => {
@@ -155,4 +159,8 @@ test('malformed snapshots are rejected', () => {
   assertFormatError(() => decodeSnapshot(Buffer.from(JSON.stringify(good, null, 1))), /canonical/);
   assertFormatError(() => decodeSnapshot(enc({ ...good, stats: { files: -1, dirs: 0, bytes: 0 } })), /stats.files/);
   assertFormatError(() => decodeSnapshot(Buffer.from('not json')), /not UTF-8 JSON/);
+  const root = { mode: 448, uid: 0, gid: 0, mtimeNs: '5' };
+  assertFormatError(() => decodeSnapshot(enc({ ...good, rootAttrs: { ...root, mode: 0o10000 } })), /rootAttrs.mode/);
+  assertFormatError(() => decodeSnapshot(enc({ ...good, rootAttrs: { ...root, mtimeNs: 5 } })), /rootAttrs.mtimeNs/);
+  assertFormatError(() => decodeSnapshot(enc({ ...good, rootAttrs: { ...root, mtimeNs: '99999999999999999999' } })), /rootAttrs.mtimeNs/);
 });

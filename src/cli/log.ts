@@ -37,7 +37,8 @@ export function register(program: Command): void {
       });
       for (const r of rows) {
         if (opts.json) {
-          process.stdout.write(JSON.stringify(r) + '\n');
+          const rootAttrs = r.rootAttrs ? { ...r.rootAttrs, mtimeNs: r.rootAttrs.mtimeNs.toString() } : undefined;
+          process.stdout.write(JSON.stringify({ ...r, rootAttrs }) + '\n');
         } else {
           process.stdout.write(
             `${String(r.gen).padStart(5)}  ${r.id.slice(0, 12)}  ${r.time}  ${r.host}  ${r.stats.files} files  ${formatBytes(r.stats.bytes)}  ${r.reason ?? ''}\n`,

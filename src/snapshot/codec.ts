@@ -357,6 +357,7 @@ interface SnapshotJson {
   time: string;
   host: string;
   stats: { files: number; dirs: number; bytes: number };
+  rootAttrs?: { mode: number; uid: number; gid: number; mtimeNs: string };
   reason?: string;
 }
 
@@ -378,6 +379,13 @@ function validateSnapshot(s: Snapshot, what: string): void {
     const v = st[k];
     if (!Number.isInteger(v) || v < 0 || v > MAX_SIZE) bad(`stats.${k} ${String(v)} out of range`);
   }
+  if (s.rootAttrs !== undefined) {
+    const r = s.rootAttrs;
+    if (typeof r !== 'object' || r === null) bad('rootAttrs is not an object');
+    if (!Number.isInteger(r.mode) || r.mode < 0 || r.mode > 0o7777) bad(`rootAttrs.mode ${String(r.mode)} out of range`);
+    for (const k of ['uid', 'gid'] as const) if (!Number.isInteger(r[k]) || r[k] < 0 || r[k] > U32) bad(`rootAttrs.${k} ${String(r[k])} out of range`);
+    if (typeof r.mtimeNs !== 'bigint' || r.mtimeNs < I64_MIN || r.mtimeNs > I64_MAX) bad('rootAttrs.mtimeNs out of range');
+  }
   if (s.reason !== undefined && (typeof s.reason !== 'string' || !/^[a-z-]{1,32}$/.test(s.reason))) bad(`reason ${JSON.stringify(s.reason)} invalid`);
 }
 
@@ -391,6 +399,10 @@ function canonicalSnapshot(s: Snapshot): SnapshotJson {
     host: s.host,
     stats: { files: s.stats.files, dirs: s.stats.dirs, bytes: s.stats.bytes },
   };
+  if (s.rootAttrs !== undefined) {
+    const r = s.rootAttrs;
+    j.rootAttrs = { mode: r.mode, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs.toString() };
+  }
   if (s.reason !== undefined) j.reason = s.reason;
   return j;
 }
@@ -422,6 +434,11 @@ export function decodeSnapshot(buf: Buffer, idForErrors?: string): Snapshot {
     host: o.host as string,
     stats: { files: stats.files as number, dirs: stats.dirs as number, bytes: stats.bytes as number },
   };
+  if (o.rootAttrs !== undefined) {
+    const r = (typeof o.rootAttrs === 'object' && o.rootAttrs !== null ? o.rootAttrs : {}) as Record<string, unknown>;
+    if (typeof r.mtimeNs !== 'string' || !/^-?(0|[1-9][0-9]{0,18})$/.test(r.mtimeNs)) throw new FormatError(what, 'rootAttrs.mtimeNs is not a decimal string');
+    s.rootAttrs = { mode: r.mode as number, uid: r.uid as number, gid: r.gid as number, mtimeNs: BigInt(r.mtimeNs) };
+  }
   if (o.reason !== undefined) s.reason = o.reason as string;
   validateSnapshot(s, what);
   if (!encodeSnapshot(s).equals(buf)) throw new FormatError(what, 'not in canonical form (unknown fields, key order or whitespace)');

@@ -10,7 +10,8 @@
  *
  * Order matters for metadata: content, FIFOs, hard links, xattrs, owners (root only: chown clears
  * setuid bits, so it comes before chmod), modes, then times (files first, directories deepest first,
- * because creating an entry changes its directory's mtime).
+ * because creating an entry changes its directory's mtime, and the root last, from the snapshot's
+ * `rootAttrs`).
  */
 import { constants } from 'node:fs';
 import { lchown, link, lstat, mkdir, mkdtemp, open, readdir, rename, rm, rmdir, symlink, chmod } from 'node:fs/promises';
@@ -160,7 +161,10 @@ export async function pullSnapshot(store: Store, org: string, snapshotId: string
       await mapLimit(level, 32, (i) => chmod(i.abs, i.entry.mode));
       await helper.utimes(level.map((i) => ({ path: i.abs, atimeNs: i.entry.mtimeNs, mtimeNs: i.entry.mtimeNs })));
     }
-    await chmod(tmp, 0o755);
+    const ra = snap.rootAttrs;
+    if (ra && (opts.owners ?? process.getuid?.() === 0)) await lchown(tmp, ra.uid, ra.gid);
+    await chmod(tmp, ra?.mode ?? 0o755);
+    if (ra) await helper.utimes([{ path: tmp, atimeNs: ra.mtimeNs, mtimeNs: ra.mtimeNs }]);
 
     if (replaceEmpty) await rmdir(destAbs);
     await rename(tmp, destAbs);

@@ -369,6 +369,7 @@ export async function pushDirectory(dir: string, store: Store, org: string, home
     time: new Date().toISOString(),
     host: opts.host ?? hostname(),
     stats,
+    rootAttrs: { mode: Number(rootSt.mode & 0o7777n), uid: Number(rootSt.uid), gid: Number(rootSt.gid), mtimeNs: rootSt.mtimeNs },
     reason: opts.reason ?? 'push',
   });
   const gen = await advanceHead(store, org, home, head?.gen ?? null, snapshot);

@@ -43,6 +43,14 @@ export interface SnapshotStats {
   bytes: number;
 }
 
+/** The home's root directory itself, which has no entry in any tree. */
+export interface RootAttrs {
+  mode: number;
+  uid: number;
+  gid: number;
+  mtimeNs: bigint;
+}
+
 export interface Snapshot {
   /** Hash of the root tree. */
   root: string;
@@ -54,6 +62,8 @@ export interface Snapshot {
   time: string;
   host: string;
   stats: SnapshotStats;
+  /** Mode, owner and mtime of the root directory (absent in older snapshots: pull then uses 0755). */
+  rootAttrs?: RootAttrs;
   /** Why it was sealed: push, fsync, idle, sync, sleep, fork, rollback, takeover. */
   reason?: string;
 }

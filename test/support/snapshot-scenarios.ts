@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdir, stat, utimes, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_EXCLUDES } from '../../src/config.js';
 import { blockKey, metaKey } from '../../src/store/keys.js';
@@ -31,6 +31,7 @@ async function countKeys(store: Store, prefix: string): Promise<number> {
 export async function roundTripScenario(store: Store, work: string, org: string, org2: string): Promise<void> {
   const src = join(work, 'src');
   await makeHomeTree(src, { chown: isRoot });
+  await chmod(src, 0o750);
   const first = await pushDirectory(src, store, org, 'alice', { excludes: DEFAULT_EXCLUDES });
   assert.equal(first.gen, 0);
   assert.equal(first.parent, null);
@@ -52,6 +53,9 @@ export async function roundTripScenario(store: Store, work: string, org: string,
   await pullSnapshot(store, org, first.snapshot, out);
   execFileSync('diff', ['-r', '--no-dereference', '-x', FIFO_NAME, '-x', '__pycache__', '-x', '*.pyc', src, out]);
   assert.deepEqual(await describeTree(out), (await describeTree(src)).filter((l) => !scrap(l)));
+  const [rootSrc, rootOut] = [await lstat(src, { bigint: true }), await lstat(out, { bigint: true })];
+  assert.equal(rootOut.mode & 0o7777n, 0o750n, 'the root directory keeps its mode');
+  assert.equal(rootOut.mtimeNs, rootSrc.mtimeNs, 'and its mtime');
   const xattrs = describeXattrs(out);
   assert.deepEqual(xattrs, describeXattrs(src).filter((l) => !scrap(l)));
   assert.ok(xattrs.some((l) => l.includes('user.origin')), 'xattrs were restored');
