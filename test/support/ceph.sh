@@ -12,8 +12,9 @@
 # (default /tmp/homefs-ceph-$UID). Everything listens on loopback only. Diagnostics go to stderr.
 #
 # Holders: a process that starts the cluster for itself (test/support/s3.ts) sets HOMEFS_CEPH_HOLDER=<pid>
-# on start and calls `stop --holder <pid>`; the cluster is then stopped only when no live holder remains,
-# so concurrent test processes can share one cluster.
+# on start and calls `stop --holder <pid>`; the cluster is then stopped only when no live holder remains
+# and no start without a holder (test/run-all, a developer) asked for it, so concurrent test processes
+# share one cluster and never pull it from under a run that started it. A plain `stop` always stops.
 set -euo pipefail
 
 DIR=${HOMEFS_CEPH_DIR:-/tmp/homefs-ceph-${UID:-$(id -u)}}
@@ -56,8 +57,13 @@ running() {
   s3_answers "$RGW_PORT"
 }
 
+# A holder's start registers its pid; any other start marks the cluster as wanted until a plain `stop`.
 add_holder() {
-  if [ -n "${HOMEFS_CEPH_HOLDER:-}" ]; then mkdir -p "$DIR/holders" && : >"$DIR/holders/$HOMEFS_CEPH_HOLDER"; fi
+  if [ -n "${HOMEFS_CEPH_HOLDER:-}" ]; then
+    mkdir -p "$DIR/holders" && : >"$DIR/holders/$HOMEFS_CEPH_HOLDER"
+  else
+    : >"$DIR/unmanaged"
+  fi
 }
 
 wait_for() { # <seconds> <description> <command...>
@@ -141,7 +147,8 @@ do_start() {
     return 0
   fi
   if [ -d "$DIR" ]; then
-    log "found a stale cluster in $DIR; stopping it first"
+    for d in mon.a mgr.x osd.0 client.rgw; do pid_alive "$DIR/run/$d.pid" || log "stale cluster in $DIR: $d is not running"; done
+    log "stopping the stale cluster in $DIR first"
     do_stop_all
   fi
   local t0=$SECONDS
@@ -219,6 +226,10 @@ do_stop() {
   if [ "${1:-}" = "--holder" ]; then
     [ -n "${2:-}" ] || die "usage: ceph.sh stop [--holder PID]"
     rm -f "$DIR/holders/$2"
+    if [ -e "$DIR/unmanaged" ]; then
+      log "cluster was also started without a holder (test/run-all or by hand); leaving it running"
+      return 0
+    fi
     if [ -d "$DIR/holders" ]; then
       for h in "$DIR"/holders/*; do
         [ -e "$h" ] || continue
