@@ -66,7 +66,7 @@ class Fsx:
         r = self.rng
         seals_left = self.seals
         weights = [('write', 30), ('read', 20), ('mapread', 8), ('mapwrite', 8), ('truncate', 6),
-                   ('ftruncate', 6), ('append', 8), ('reopen', 3), ('fsync', 2), ('fdatasync', 2),
+                   ('ftruncate', 6), ('append', 8), ('reopen', 3), ('fsync', 0.2), ('fdatasync', 0.2),
                    ('holewrite', 4), ('seal', 1)]
         names = [w[0] for w in weights]
         cum = [w[1] for w in weights]

@@ -46,9 +46,9 @@ class World:
     def ok_entry(self):
         return F.entry('ok.txt', size=len(OK_DATA), blocks=[self.ok_block], mtime=10**18)
 
-    def sub(self, tree_bytes, corrupt_with=None):
-        """A 'sub' dir entry pointing at this (possibly hostile) tree."""
-        return F.entry('sub', 'dir', mode=0o755, tree=self.fs.meta(tree_bytes, corrupt_with))
+    def sub(self, tree_bytes, corrupt_with=None, name='sub'):
+        """A dir entry pointing at this (possibly hostile) tree."""
+        return F.entry(name, 'dir', mode=0o755, tree=self.fs.meta(tree_bytes, corrupt_with))
 
     def publish(self, home, root_entries, snapshot_bytes=None, head=None):
         root = self.fs.meta(F.tree(root_entries))
@@ -75,7 +75,28 @@ def _pull_refused(t, w, home):
     true(not os.path.lexists('/escape'), 'hostile name escaped to /escape')
 
 
-def _mount_refuses_or_fails_read(t, w, home, bad_rel, hostile_names=()):
+def _assert_bad(mnt, bad_rel, hostile_names, has_ok=True):
+    """In a live mount: bad_rel fails with an errno (listing if it ends in '/' or is '', else reading),
+    never lists a hostile name, and the valid ok.txt next to it reads correctly before and after."""
+    if has_ok:
+        eq(read(os.path.join(mnt, 'ok.txt')), OK_DATA, 'the valid file next to the hostile part')
+    path = os.path.join(mnt, bad_rel)
+    try:
+        if bad_rel.endswith('/') or bad_rel == '':
+            names = os.listdir(path)
+            for n in hostile_names:
+                true(n not in names, f'hostile name {n!r} listed')
+            raise AssertionError(f'listing {bad_rel or "/"} succeeded: {names[:5]}')
+        data = read(path)
+        raise AssertionError(f'reading {bad_rel} succeeded with {len(data)} bytes')
+    except OSError as e:
+        true(e.errno in (errno.EIO, errno.ENOENT, errno.EINVAL, errno.ENODATA, errno.EUCLEAN),
+             f'{bad_rel}: failed with {errno.errorcode.get(e.errno)}, expected EIO')
+    if has_ok:
+        eq(read(os.path.join(mnt, 'ok.txt')), OK_DATA, 'the mount still serves after the bad read')
+
+
+def _mount_refuses_or_fails_read(t, w, home, bad_rel, hostile_names=(), has_ok=True):
     """Mount the home; it must refuse clearly, or mount and fail reading bad_rel with an errno."""
     env = t.env
     cache, state, mnt = env.fresh_dirs(f'hostile-{home}')
@@ -84,47 +105,61 @@ def _mount_refuses_or_fails_read(t, w, home, bad_rel, hostile_names=()):
     if p.returncode != 0:
         _one_line_error(p, f'homefs mount {ORG}/{home}')
         true(not mounts.is_mounted(mnt), 'failed mount left a mount behind')
-        return 'refused'
+        return
     try:
-        eq(read(os.path.join(mnt, 'ok.txt')), OK_DATA, 'the valid file next to the hostile part')
-        path = os.path.join(mnt, bad_rel)
-        try:
-            if bad_rel.endswith('/'):
-                names = os.listdir(path)
-                for n in hostile_names:
-                    true(n not in names, f'hostile name {n!r} listed')
-                raise AssertionError(f'listing {bad_rel} succeeded: {names[:5]}')
-            data = read(path)
-            raise AssertionError(f'reading {bad_rel} succeeded with {len(data)} bytes')
-        except OSError as e:
-            true(e.errno in (errno.EIO, errno.ENOENT, errno.EINVAL, errno.ENODATA, errno.EUCLEAN),
-                 f'{bad_rel}: failed with {errno.errorcode.get(e.errno)}, expected EIO')
-        eq(read(os.path.join(mnt, 'ok.txt')), OK_DATA, 'the mount still serves after the bad read')
+        _assert_bad(mnt, bad_rel, hostile_names, has_ok)
     finally:
         env.sleep(mnt)
     eq(sorted(os.listdir(os.path.dirname(mnt))), outside, 'entries appeared next to the mount')
-    return 'read failed'
 
 
-# --- scenarios: name -> builder(w, home) returning (bad_rel for the mount, hostile names) --------------
+# --- tree-level scenarios: name -> builder(w, sub) returning (a dir entry named `sub` whose content is
+# hostile, the path below `sub` that must fail: '/' to list it or '/f' to read a file, hostile names) ------
 
-def _tree_with(name=None, raw=None, **kw):
-    def build(w, home):
-        bad = F.tree([F.entry(name or '', raw_name=raw, size=len(OK_DATA), blocks=[w.ok_block], **kw)])
-        w.publish(home, [w.ok_entry(), w.sub(bad)])
-        return 'sub/', [name] if name else []
+def _file(w, name='f', **kw):
+    return F.entry(name, size=len(OK_DATA), blocks=[w.ok_block], **kw)
+
+
+def _tree_with(name=None, raw=None):
+    def build(w, sub):
+        bad = F.tree([F.entry(name or '', raw_name=raw, size=len(OK_DATA), blocks=[w.ok_block])])
+        return w.sub(bad, name=sub), '/', [name] if name else []
     return build
 
 
 def _raw_sub(make):
-    def build(w, home):
-        w.publish(home, [w.ok_entry(), w.sub(make(w))])
-        return 'sub/', []
+    def build(w, sub):
+        return w.sub(make(w), name=sub), '/', []
     return build
 
 
-def _file(w, name='f', **kw):
-    return F.entry(name, size=len(OK_DATA), blocks=[w.ok_block], **kw)
+def _in_dir(make_file_entry):
+    """A valid directory `sub` holding file f whose data is the hostile part: reading sub/f must fail."""
+    def build(w, sub):
+        return w.sub(F.tree([make_file_entry(w)]), name=sub), '/f', []
+    return build
+
+
+def _missing_block(w):
+    ghost = w.fs.block(b'never stored' * 100, store=False)
+    return F.entry('f', size=1200, blocks=[ghost])
+
+
+def _corrupt_block(w):
+    data = b'A' * 5000
+    h = w.fs.block(data)
+    with open(os.path.join(w.store_dir, ORG, 'blocks', h[:2], h), 'wb') as f:
+        f.write(b'B' * 5000)
+    return F.entry('f', size=5000, blocks=[h])
+
+
+def _missing_subtree(w, sub):
+    return F.entry(sub, 'dir', mode=0o755, tree='ab' * 32), '/', []
+
+
+def _corrupt_subtree(w, sub):
+    good = F.tree([_file(w, 'x')])
+    return w.sub(good, corrupt_with=F.tree([_file(w, 'y')]), name=sub), '/', ['y']
 
 
 SCENARIOS = {
@@ -141,7 +176,6 @@ SCENARIOS = {
     'size_absurd': _raw_sub(lambda w: F.tree([F.entry('f', size=2 ** 60, blocks=[w.ok_block])])),
     'size_past_2_53': _raw_sub(lambda w: F.tree([F.entry('f', size=2 ** 53, blocks=[])])),
     'size_mismatch_blocks': _raw_sub(lambda w: F.tree([F.entry('f', size=9 * 1024 * 1024, blocks=[w.ok_block])])),
-    'size_lies_small': _raw_sub(lambda w: F.tree([F.entry('f', size=3, blocks=[w.ok_block])])),
     'count_absurd': _raw_sub(lambda w: F.tree([_file(w)], count=1_000_000)),
     'count_max_u32': _raw_sub(lambda w: F.tree([_file(w)], count=2 ** 32 - 1)),
     'tree_trailing_bytes': _raw_sub(lambda w: F.tree([_file(w)]) + b'junk'),
@@ -153,41 +187,18 @@ SCENARIOS = {
     'symlink_nul_target': _raw_sub(lambda w: F.tree([F.entry('l', 'symlink', size=3, target=b'a\0b')])),
     'symlink_empty_target': _raw_sub(lambda w: F.tree([F.entry('l', 'symlink', size=0, target=b'')])),
     'xattr_count_lies': _raw_sub(lambda w: F.tree([_file(w)])[:-2] + b'\xff\xff'),
+    'subtree_missing': _missing_subtree,
+    'subtree_corrupt': _corrupt_subtree,
+    # well-formed tree, but the one block of a 3-byte file holds 13 bytes: that block is not this file
+    'size_lies_small': _in_dir(lambda w: F.entry('f', size=3, blocks=[w.ok_block])),
+    'block_missing': _in_dir(_missing_block),
+    'block_corrupt': _in_dir(_corrupt_block),
 }
 
 
-def _missing_subtree(w, home):
-    ghost = 'ab' * 32
-    w.publish(home, [w.ok_entry(), F.entry('sub', 'dir', mode=0o755, tree=ghost)])
-    return 'sub/', []
-
-
-def _corrupt_subtree(w, home):
-    good = F.tree([_file(w, 'x')])
-    w.publish(home, [w.ok_entry(), w.sub(good, corrupt_with=F.tree([_file(w, 'y')]))])
-    return 'sub/', ['y']
-
-
-def _missing_block(w, home):
-    ghost = w.fs.block(b'never stored' * 100, store=False)
-    w.publish(home, [w.ok_entry(), F.entry('f', size=1200, blocks=[ghost])])
-    return 'f', []
-
-
-def _corrupt_block(w, home):
-    data = b'A' * 5000
-    h = w.fs.block(data)
-    with open(os.path.join(w.store_dir, ORG, 'blocks', h[:2], h), 'wb') as f:
-        f.write(b'B' * 5000)
-    w.publish(home, [w.ok_entry(), F.entry('f', size=5000, blocks=[h])])
-    return 'f', []
-
-
-SCENARIOS.update({'subtree_missing': _missing_subtree, 'subtree_corrupt': _corrupt_subtree,
-                  'block_missing': _missing_block, 'block_corrupt': _corrupt_block})
-
-
 def _head(kind):
+    """HEAD/snapshot-level scenarios, each its own home: (None, []) = the mount must be refused;
+    ('/', names) = a bad root tree: refuse the mount or fail listing the root."""
     def build(w, home):
         root = w.fs.meta(F.tree([w.ok_entry()]))
         if kind == 'garbage':
@@ -206,17 +217,17 @@ def _head(kind):
             w.fs.head(home, w.fs.meta(s, corrupt_with=s.replace(b'fstests', b'FSTESTS')))
         elif kind == 'root_missing':
             w.fs.head(home, w.fs.meta(F.snapshot('ef' * 32, f'{ORG}/{home}')))
+            return '/', []
         elif kind == 'root_hostile':
             bad = w.fs.meta(F.tree([F.entry('..', size=len(OK_DATA), blocks=[w.ok_block])]))
             w.fs.head(home, w.fs.meta(F.snapshot(bad, f'{ORG}/{home}')))
+            return '/', ['..']
         return None, []
     return build
 
 
-HEADS = ['garbage', 'missing', 'tree', 'unknown_field', 'noncanonical', 'corrupt', 'root_missing',
-         'root_hostile']
-for _k in HEADS:
-    SCENARIOS[f'head_{_k}'] = _head(_k)
+HEAD_SCENARIOS = {f'head_{k}': _head(k) for k in ('garbage', 'missing', 'tree', 'unknown_field', 'noncanonical',
+                                                    'corrupt', 'root_missing', 'root_hostile')}
 
 
 def _home(name):
@@ -257,7 +268,57 @@ def _(t):
         w.close()
 
 
-def _register(name, build):
+class _Shared:
+    """One home holding every tree-level scenario as its own top-level directory `s-<name>`, mounted once
+    for all hostile.mount checks (a mount per scenario would cost ~2 s each)."""
+    world = None
+    mnt = None
+    bad = {}
+    outside = None
+
+
+def _shared(t):
+    if _Shared.mnt is None:
+        base = os.path.join(t.runner.scratch, 'hostile-shared')
+        os.makedirs(base, exist_ok=True)
+
+        class T:
+            scratch = base
+        w = World(T)
+        entries = [w.ok_entry()]
+        for name, build in SCENARIOS.items():
+            sub = 's-' + _home(name)
+            entry, rel, names = build(w, sub)
+            entries.append(entry)
+            _Shared.bad[name] = (sub + rel if rel != '/' else sub + '/', names)
+        entries.sort(key=lambda e: e[3:3 + int.from_bytes(e[1:3], 'little')])
+        w.publish('all', entries)
+        cache, state, mnt = t.env.fresh_dirs('hostile-shared')
+        _Shared.outside = sorted(os.listdir(os.path.dirname(mnt)))
+        t.env.mount(f'{ORG}/all', mnt, cache, state, store_url=w.url)
+        _Shared.world, _Shared.mnt = w, mnt
+    return _Shared.mnt
+
+
+def _register_tree(name, build):
+    @check(f'hostile.pull.{name}', needs=('cli',))
+    def _pull(t):
+        w = World(t)
+        try:
+            entry, _, _ = build(w, 'sub')
+            w.publish(_home(name), [w.ok_entry(), entry])
+            _pull_refused(t, w, _home(name))
+        finally:
+            w.close()
+
+    @check(f'hostile.mount.{name}', needs=('homefs',))
+    def _mount(t):
+        mnt = _shared(t)
+        bad_rel, names = _Shared.bad[name]
+        _assert_bad(mnt, bad_rel, names)
+
+
+def _register_head(name, build):
     @check(f'hostile.pull.{name}', needs=('cli',))
     def _pull(t):
         w = World(t)
@@ -272,20 +333,37 @@ def _register(name, build):
         w = World(t)
         try:
             bad_rel, names = build(w, _home(name))
-            if bad_rel is None:
-                env = t.env
-                cache, state, mnt = env.fresh_dirs(f'hostile-{name}')
-                p = env.mount(f'{ORG}/{_home(name)}', mnt, cache, state, store_url=w.url, check=False)
-                if p.returncode == 0:
-                    env.sleep(mnt)
-                    raise AssertionError('mount of a home whose HEAD is hostile succeeded')
-                _one_line_error(p, 'homefs mount')
-                true(not mounts.is_mounted(mnt), 'failed mount left a mount behind')
-            else:
-                _mount_refuses_or_fails_read(t, w, _home(name), bad_rel, names)
+            if bad_rel == '/':
+                # a bad root tree: refuse the mount, or fail listing the root
+                _mount_refuses_or_fails_read(t, w, _home(name), '', names, has_ok=False)
+                return
+            env = t.env
+            cache, state, mnt = env.fresh_dirs(f'hostile-{name}')
+            p = env.mount(f'{ORG}/{_home(name)}', mnt, cache, state, store_url=w.url, check=False)
+            if p.returncode == 0:
+                env.sleep(mnt)
+                raise AssertionError('mount of a home whose HEAD is hostile succeeded')
+            _one_line_error(p, 'homefs mount')
+            true(not mounts.is_mounted(mnt), 'failed mount left a mount behind')
         finally:
             w.close()
 
 
 for _name, _build in SCENARIOS.items():
-    _register(_name, _build)
+    _register_tree(_name, _build)
+for _name, _build in HEAD_SCENARIOS.items():
+    _register_head(_name, _build)
+
+
+@check('hostile.mount.shared_sleep_clean', needs=('homefs',))
+def _(t):
+    """The home holding every hostile subtree still seals and unmounts, and nothing appeared next to it."""
+    mnt = _shared(t)
+    try:
+        eq(read(os.path.join(mnt, 'ok.txt')), OK_DATA, 'ok.txt after all hostile reads')
+    finally:
+        t.env.sleep(mnt)
+        _Shared.world.close()
+        _Shared.mnt = None
+    eq(sorted(os.listdir(os.path.dirname(mnt))), _Shared.outside, 'entries appeared next to the mount')
+    true(not os.path.lexists('/escape'), 'a hostile name escaped to /escape')

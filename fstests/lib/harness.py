@@ -22,8 +22,9 @@ import time
 import traceback
 
 _REGISTRY = []
-CLI_MAIN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                        'dist', 'src', 'cli', 'main.js')
+CLI_MAIN = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(
+    os.environ.get('HOMEFS_BIN') or os.path.join(os.path.dirname(__file__), '..', '..', 'bin', 'homefs')))),
+    'dist', 'src', 'cli', 'main.js')
 
 
 class Skip(Exception):

@@ -12,7 +12,8 @@ import time
 from . import mounts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.join(ROOT, 'bin', 'homefs')
+# HOMEFS_BIN runs a different build (e.g. a frozen copy while others rebuild dist/ in this checkout).
+BIN = os.environ.get('HOMEFS_BIN') or os.path.join(ROOT, 'bin', 'homefs')
 
 
 class HomefsError(AssertionError):
