@@ -2,9 +2,9 @@
  * Push: snapshot a plain directory into the store (the first sync of a grown home, or a backup).
  *
  * Four passes, each bounded: scan (readdir + lstat, excludes applied, names validated), xattrs (one
- * batched helper process), content (stream-hash every distinct file inode block by block and upload only
- * the blocks the org lacks), then trees bottom-up, the snapshot, and HEAD advanced from the generation the
- * push started from. Objects are always written before anything that references them, so a crash or a
+ * batched helper process), content (stream-hash every distinct file inode block by block, blocks of
+ * 256 KiB and more on worker threads (hash/pool.ts), and upload only the blocks the org lacks), then trees
+ * bottom-up, the snapshot, and HEAD advanced from the generation the push started from. Objects are always written before anything that references them, so a crash or a
  * lost HEAD race leaves the previous HEAD intact and the new objects as collectable orphans.
  *
  * A file the parent snapshot (HEAD) holds at the same path with the same size, mtime and ctime is not read
@@ -14,11 +14,12 @@
  * same tree always encodes the same way. A file that changes while it is hashed is re-read (up to 3 times).
  * Sockets are skipped (they mean nothing on another host) and counted in `skipped`.
  */
-import { lstat, readdir, readlink } from 'node:fs/promises';
-import type { BigIntStats } from 'node:fs';
+import { constants, type BigIntStats } from 'node:fs';
+import { lstat, open, readdir, readlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
-import { blockRanges, hashFileBlocks } from '../hash/blake3.js';
+import { blockRanges } from '../hash/blake3.js';
+import { HashPool } from '../hash/pool.js';
 import type { Store } from '../store/store.js';
 import { mapLimit, Semaphore } from '../util/concurrency.js';
 import { UserError } from '../util/errors.js';
@@ -115,7 +116,12 @@ class Pusher {
   reused = 0;
   private readonly parentDirs = new Map<string, Promise<Map<string, TreeEntry> | null>>();
 
-  constructor(private readonly objects: ObjectStore, private readonly opts: PushOptions, private readonly parentRoot: string | null) {
+  constructor(
+    private readonly objects: ObjectStore,
+    private readonly opts: PushOptions,
+    private readonly parentRoot: string | null,
+    private readonly pool: HashPool,
+  ) {
     this.excludes = new Excludes(opts.excludes ?? []);
   }
 
@@ -214,25 +220,45 @@ class Pusher {
     await p;
   }
 
-  /** Hashes and uploads one file; re-reads it if it changed meanwhile. Sets node.size/blocks/st. */
+  /**
+   * Reads, hashes (large blocks on the HashPool) and uploads one file, block by block (at most one block
+   * of it in memory). Returns false if the file changed while it was read (size, mtime or ctime moved).
+   */
+  private async readFile(node: Node): Promise<boolean> {
+    const fh = await open(node.abs, constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      const before = await fh.stat({ bigint: true });
+      if (!before.isFile()) throw new UserError(`cannot push ${node.rel}: it stopped being a regular file while pushing`);
+      const size = Number(before.size);
+      const blocks: string[] = [];
+      for (const [offset, length] of blockRanges(size)) {
+        const buf = length >= 256 * 1024 ? Buffer.allocUnsafeSlow(length) : Buffer.allocUnsafe(length);
+        let got = 0;
+        while (got < length) {
+          const { bytesRead } = await fh.read(buf, got, length - got, offset + got);
+          if (bytesRead === 0) return false; // shrank
+          got += bytesRead;
+        }
+        const { hash, data } = await this.pool.hash(buf);
+        this.progress.bytesHashed += data.length;
+        await this.ensureBlock(hash, data);
+        blocks.push(hash);
+      }
+      const after = await fh.stat({ bigint: true });
+      if (after.size !== before.size || after.mtimeNs !== before.mtimeNs || after.ctimeNs !== before.ctimeNs) return false;
+      node.st = after;
+      node.size = size;
+      node.blocks = blocks;
+      return true;
+    } finally {
+      await fh.close();
+    }
+  }
+
+  /** Hashes and uploads one file unless HEAD has it unchanged; re-reads it if it changed meanwhile. */
   async content(node: Node): Promise<void> {
     if (await this.reuse(node)) return;
-    let before = node.st;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const res = await hashFileBlocks(node.abs, async (block, data) => {
-        this.progress.bytesHashed += data.length;
-        await this.ensureBlock(block.hash, data);
-      });
-      const after = await lstat(node.abs, { bigint: true });
-      const stable = after.mtimeNs === before.mtimeNs && after.size === before.size && Number(after.size) === res.size;
-      if (stable && res.blocks.length === blockRanges(res.size).length) {
-        node.st = after;
-        node.size = res.size;
-        node.blocks = res.blocks.map((b) => b.hash);
-        return;
-      }
-      before = after;
-    }
+    for (let attempt = 0; attempt < 3; attempt++) if (await this.readFile(node)) return;
     throw new UserError(`cannot push ${node.rel}: it keeps changing while it is read; stop the writer and retry`);
   }
 
@@ -288,8 +314,30 @@ export async function pushDirectory(dir: string, store: Store, org: string, home
   const head = opts.fromHead !== undefined ? opts.fromHead : await readHead(store, org, home);
 
   const parentRoot = head && !opts.rehash ? (await objects.getSnapshot(head.snapshot)).root : null;
-  const p = new Pusher(objects, opts, parentRoot);
   const root: Node = { name: '', rel: '', abs, kind: 'dir', st: rootSt, depth: 0, size: 0 };
+  const pool = new HashPool();
+  try {
+    const p = new Pusher(objects, opts, parentRoot, pool);
+    return await pushWith({ p, root, store, objects, org, home, head, opts, t0 });
+  } finally {
+    await pool.close();
+  }
+}
+
+interface PushContext {
+  p: Pusher;
+  root: Node;
+  store: Store;
+  objects: ObjectStore;
+  org: string;
+  home: string;
+  head: HeadRecord | null;
+  opts: PushOptions;
+  t0: number;
+}
+
+async function pushWith({ p, root, store, objects, org, home, head, opts, t0 }: PushContext): Promise<PushResult> {
+  const rootSt = root.st;
   p.emit();
   await p.scan(root);
   const nodes = flatten(root);
