@@ -24,6 +24,8 @@ function isMountPoint(abs: string): boolean {
 }
 
 function precheck(abs: string): void {
+  // Before any stat: a stat of a live mount served by this very process would deadlock.
+  if (isMountPoint(abs)) throw new Error(`cannot mount on ${abs}: busy (already a mount point; a dead FUSE mount is removed with: fusermount3 -u ${abs})`);
   let st;
   try { st = statSync(abs); } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
@@ -32,7 +34,6 @@ function precheck(abs: string): void {
   }
   if (!st.isDirectory()) throw new Error(`cannot mount on ${abs}: not a directory`);
   if (!existsSync('/dev/fuse')) throw new Error('cannot mount: /dev/fuse is missing (load the fuse module, or give the container --device /dev/fuse)');
-  if (isMountPoint(abs)) throw new Error(`cannot mount on ${abs}: busy (already a mount point)`);
 }
 
 export function mountArgs(opts: MountOptions): string[] {
