@@ -7,7 +7,7 @@
  *                ambiguous case retries must handle;
  *   - `corrupt`  runs `get` and flips one bit of the returned body (what a bad disk or proxy would do);
  *   - `hang`     never answers until `releaseHangs()` (or `close()`), then runs the call.
- * A fault fires `times` times (default: forever) and then retires. `calls` counts calls per operation, so
+ * A fault fires `times` times (default: forever) and then retires; all faults matching a call fire on it. `calls` counts calls per operation, so
  * tests can assert how many attempts a retry made.
  */
 import type { ObjectInfo, Store } from './store.js';
