@@ -2,8 +2,10 @@
  * Checks that a store enforces create-if-absent before anyone advances a HEAD on it. HEAD safety rests on
  * one primitive: of two `putIfAbsent` calls on one key, the second returns false. A service that ignores
  * `If-None-Match: *` (some S3 emulators, old gateways) would let two writers both "win" a generation and
- * silently lose one history. The probe writes a fresh key under `_probe/` (outside every org: org names
- * cannot start with `_`) twice and deletes it afterwards.
+ * silently lose one history. The probe writes a fresh key under `keyPrefix` twice and deletes it afterwards.
+ * The default `_probe/` lies outside every org (org names cannot start with `_`); credentials scoped to one
+ * org's prefix (docs/operations.md) may only write under `<org>/`, so callers that know the org pass
+ * `<org>/_probe/`.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -12,9 +14,9 @@ import type { Store } from './store.js';
 
 export const PROBE_PREFIX = '_probe/';
 
-export async function assertCreateIfAbsent(store: Store): Promise<void> {
+export async function assertCreateIfAbsent(store: Store, keyPrefix = PROBE_PREFIX): Promise<void> {
   const id = `${hostname().replace(/[^A-Za-z0-9._-]/g, '_')}-${process.pid}-${randomBytes(8).toString('hex')}`;
-  const key = `${PROBE_PREFIX}${id}`;
+  const key = `${keyPrefix}${id}`;
   try {
     const first = await store.putIfAbsent(key, Buffer.from(`homefs create-if-absent probe 1 ${id}\n`));
     if (!first) {
