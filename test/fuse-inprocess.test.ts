@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { rmSync } from 'node:fs';
 import { constants as os } from 'node:os';
 import { mount, mountArgs } from '../src/fuse/index.js';
 import type { Attr, Ops, Req, Session } from '../src/fuse/types.js';
@@ -66,5 +67,5 @@ test('second reply throws, late reply after unmount is dropped, unmount is idemp
     assert.equal(isMounted(m), false);
     s.err(pending, os.errno.ENOENT);  // late: silently dropped, no throw
     assert.equal(s.invalEntry(1, 'x') < 0, true);
-  } finally { s.unmount(); forceUnmount(m); }
+  } finally { s.unmount(); forceUnmount(m); if (!isMounted(m)) rmSync(m, { recursive: true, force: true }); }
 });

@@ -143,8 +143,10 @@ test('a handler that throws: the caller gets EIO, the server crashes and its mou
   await srv.stop();
 });
 
-test('mount errors are one clear line', { skip }, () => {
-  const f = path.join(tempMountpoint('err'), 'file');
+test('mount errors are one clear line', { skip }, (t) => {
+  const dir = tempMountpoint('err');
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const f = path.join(dir, 'file');
   fs.writeFileSync(f, '');
   const ops = {} as Ops;
   assert.throws(() => mount(f, ops), /^Error: cannot mount on .*file: not a directory$/);

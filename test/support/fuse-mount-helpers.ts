@@ -4,7 +4,7 @@
  * which is the only thing that releases processes stuck in state D on a dead server).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync, existsSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync, existsSync, statSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -86,6 +86,7 @@ export async function startMemfsServer(mnt: string, opts: { fs?: MemFsOptions; m
       await exited;
       clearTimeout(timer);
       forceUnmount(mnt);
+      if (!isMounted(mnt)) rmSync(mnt, { recursive: true, force: true });
     },
   };
 }
