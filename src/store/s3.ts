@@ -33,7 +33,7 @@ import { defaults } from '../config.js';
 import { mapLimit } from '../util/concurrency.js';
 import { NotFoundError, UserError } from '../util/errors.js';
 import { validateKey } from './file.js';
-import { classifyS3Error, isPreconditionFailed, isMissing } from './s3-errors.js';
+import { classifyS3Error, httpStatus, isMissing, isPreconditionFailed } from './s3-errors.js';
 import type { ObjectInfo, Store } from './store.js';
 
 export interface S3Location {
@@ -113,12 +113,10 @@ export class S3Store implements Store {
   readonly url: string;
   private readonly client: S3Client;
   private readonly keyPrefix: string;
-  /** HeadBucket once, so a wrong bucket or credential is reported as such and not as a missing key. */
+  /** Set once HeadBucket has shown the bucket exists (see `bucketExists`). */
   private bucketChecked: Promise<void> | undefined;
-
   private readonly pageSize: number;
 
-  /** `opts.clientConfig` overrides the SDK client's settings; `opts.listPageSize` (≤ 1000) is for tests. */
   constructor(readonly loc: S3Location, opts: { clientConfig?: S3ClientConfig; listPageSize?: number } = {}) {
     this.pageSize = Math.min(1000, opts.listPageSize ?? 1000);
     this.url = formatS3Url(loc);
@@ -152,12 +150,19 @@ export class S3Store implements Store {
     throw classifyS3Error(e, this.url, this.loc.bucket, key);
   }
 
-  private checkBucket(): Promise<void> {
+  /**
+   * A HEAD answer has no body, so its 404 cannot tell a missing key from a missing bucket (every other
+   * request names NoSuchBucket). After a 404 in `has()` this asks HeadBucket, once per store: 404 means the
+   * bucket is missing (a UserError). A 403 counts as present: credentials scoped to an org's prefix
+   * (docs/operations.md) may not be allowed HeadBucket, and a missing bucket would have said 404.
+   */
+  private bucketExists(): Promise<void> {
     if (!this.bucketChecked) {
       this.bucketChecked = this.client.send(new HeadBucketCommand({ Bucket: this.loc.bucket })).then(
         () => undefined,
         (e: unknown) => {
-          this.bucketChecked = undefined; // check again on the next call (a retry)
+          if (httpStatus(e) === 403) return;
+          this.bucketChecked = undefined; // ask again next time (after a transient failure)
           this.fail(e);
         },
       );
@@ -166,21 +171,22 @@ export class S3Store implements Store {
   }
 
   async has(keys: readonly string[]): Promise<Set<string>> {
-    await this.checkBucket();
     const found = new Set<string>();
+    let missed = false;
     await mapLimit(keys, this.loc.parallelism, async (key) => {
       try {
         await this.client.send(new HeadObjectCommand({ Bucket: this.loc.bucket, Key: this.objectKey(key) }));
         found.add(key);
       } catch (e) {
         if (!isMissing(e)) this.fail(e, key);
+        missed = true;
       }
     });
+    if (missed) await this.bucketExists();
     return found;
   }
 
   async get(key: string): Promise<Buffer> {
-    await this.checkBucket();
     try {
       const out = await this.client.send(new GetObjectCommand({ Bucket: this.loc.bucket, Key: this.objectKey(key) }));
       if (!out.Body) throw new Error('response without a body');
@@ -193,7 +199,6 @@ export class S3Store implements Store {
   }
 
   async put(key: string, data: Buffer): Promise<void> {
-    await this.checkBucket();
     try {
       await this.client.send(new PutObjectCommand({ Bucket: this.loc.bucket, Key: this.objectKey(key), Body: data, ContentLength: data.length }));
     } catch (e) {
@@ -202,7 +207,6 @@ export class S3Store implements Store {
   }
 
   async putIfAbsent(key: string, data: Buffer): Promise<boolean> {
-    await this.checkBucket();
     try {
       await this.client.send(
         new PutObjectCommand({ Bucket: this.loc.bucket, Key: this.objectKey(key), Body: data, ContentLength: data.length, IfNoneMatch: '*' }),
@@ -216,7 +220,6 @@ export class S3Store implements Store {
 
   async *list(prefix: string, limit = Infinity): AsyncIterable<ObjectInfo> {
     if (limit <= 0) return;
-    await this.checkBucket();
     let left = limit;
     let token: string | undefined;
     do {
@@ -244,7 +247,6 @@ export class S3Store implements Store {
   }
 
   async delete(key: string): Promise<void> {
-    await this.checkBucket();
     try {
       await this.client.send(new DeleteObjectCommand({ Bucket: this.loc.bucket, Key: this.objectKey(key) }));
     } catch (e) {
