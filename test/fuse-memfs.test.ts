@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fuseAvailable, startMemfsServer, tempMountpoint, type Server } from './support/fuse-mount-helpers.js';
-import { STATS_XATTR } from './support/memfs.js';
+import { BEHIND_UNLINK, BEHIND_WRITE, STATS_XATTR } from './support/memfs.js';
 
 const skip = fuseAvailable();
 let srv: Server;
@@ -261,4 +261,24 @@ for i in range(10000): os.close(os.open(os.path.join(d, 'file-%05d' % i), os.O_C
   assert.ok(s1.lookups! - s0.lookups! < 100, `lookups after readdirplus: ${s1.lookups! - s0.lookups!}`);
   fs.rmSync(d, { recursive: true });
   assert.equal(code(() => fs.statSync(d)), 'ENOENT');
+});
+
+test('cache notifications: invalInode drops cached pages and attributes, invalEntry a cached name', { skip }, () => {
+  // The server's timeouts are 60 s and files are opened with keep_cache: without the notifications the
+  // kernel would keep serving the old bytes and the removed name.
+  const f = path.join(m, 'cached');
+  fs.writeFileSync(f, 'old');
+  assert.equal(fs.readFileSync(f, 'utf8'), 'old');
+  py(`import os,sys; os.setxattr(sys.argv[1], '${BEHIND_WRITE}', b'new content')`, f);
+  assert.equal(stats().lastInval, 0);
+  assert.equal(fs.readFileSync(f, 'utf8'), 'new content');
+  assert.equal(fs.statSync(f).size, 11);
+  const d = path.join(m, 'inval-dir');
+  fs.mkdirSync(d);
+  fs.writeFileSync(path.join(d, 'gone'), '');
+  assert.ok(fs.statSync(path.join(d, 'gone')).isFile());
+  py(`import os,sys; os.setxattr(sys.argv[1], '${BEHIND_UNLINK}', b'gone')`, d);
+  assert.equal(stats().lastInval, 0);
+  assert.equal(code(() => fs.statSync(path.join(d, 'gone'))), 'ENOENT');
+  fs.unlinkSync(f); fs.rmdirSync(d);
 });

@@ -7,7 +7,8 @@
  * numbers above 2^32. Directory handles snapshot the listing at opendir so readdir cookies stay stable.
  * `slowPrefix`: lookups of names starting with it are answered `slowMs` later (tests of parallel dirops).
  * `throwOnName`: a lookup of that name throws (tests of a crashing handler).
- * The virtual xattr `user.memfs.stats` on the root returns the counters as JSON (for tests in another process).
+ * The virtual xattr `user.memfs.stats` on the root returns the counters as JSON (for tests in another process);
+ * setting BEHIND_WRITE / BEHIND_UNLINK changes things behind the kernel and sends invalidations.
  */
 import type { Attr, DirEntry, DirPlusEntry, Entry, Ops, Req, Session, SetAttr } from '../../src/fuse/types.js';
 import { constants as os } from 'node:os';
@@ -19,6 +20,9 @@ const XATTR_CREATE = 1, XATTR_REPLACE = 2;
 const SEEK_DATA = 3, SEEK_HOLE = 4;
 export const MEMFS_INO_BASE = 2 ** 32 + 7;
 export const STATS_XATTR = 'user.memfs.stats';
+/** setxattr(file, BEHIND_WRITE, bytes) / setxattr(dir, BEHIND_UNLINK, name): change behind the kernel's back. */
+export const BEHIND_WRITE = 'user.memfs.behind-write';
+export const BEHIND_UNLINK = 'user.memfs.behind-unlink';
 
 interface Time { sec: number; nsec: number }
 interface Node {
@@ -349,6 +353,7 @@ export class MemFs implements Ops {
   setxattr(req: Req, ino: number, name: string, value: Buffer, flags: number): void {
     const n = this.node(req, ino);
     if (!n) return;
+    if (name === BEHIND_WRITE || name === BEHIND_UNLINK) return this.changeBehindKernel(req, n, name, value);
     const has = n.xattrs.has(name);
     if ((flags & XATTR_CREATE) && has) return this.r.err(req, E.EEXIST);
     if ((flags & XATTR_REPLACE) && !has) return this.r.err(req, E.ENODATA);
@@ -356,11 +361,35 @@ export class MemFs implements Ops {
     n.ctime = now();
     this.r.err(req, 0);
   }
+  /**
+   * Test hook: change content or a name without the kernel knowing, then tell it (invalInode/invalEntry).
+   * The reply goes first: notifying while the kernel still waits on a request that holds the directory's
+   * lock (setxattr on that directory) would deadlock.
+   */
+  private changeBehindKernel(req: Req, n: Node, name: string, value: Buffer): void {
+    if (name === BEHIND_WRITE) {
+      if (n.children) return this.r.err(req, E.EISDIR);
+      n.data = Buffer.from(value); n.size = value.length; n.mtime = n.ctime = now();
+      this.r.err(req, 0);
+      this.lastInval = this.r.invalInode(n.ino, 0, 0);
+      return;
+    }
+    const child = value.toString();
+    const cino = n.children?.get(child);
+    const c = cino === undefined ? undefined : this.nodes.get(cino);
+    if (!n.children || !c || c.children) return this.r.err(req, E.ENOENT);
+    n.children.delete(child); c.nlink--; this.maybeFree(c);
+    this.r.err(req, 0);
+    this.lastInval = this.r.invalEntry(n.ino, child);
+  }
+  /** Result of the last invalInode/invalEntry (0 or -errno), reported in the stats xattr. */
+  private lastInval = 1;
+
   getxattr(req: Req, ino: number, name: string, size: number): void {
     const n = this.node(req, ino);
     if (!n) return;
     const v = ino === 1 && name === STATS_XATTR
-      ? Buffer.from(JSON.stringify({ ...this.stats, liveInodes: this.nodes.size }))
+      ? Buffer.from(JSON.stringify({ ...this.stats, liveInodes: this.nodes.size, lastInval: this.lastInval }))
       : n.xattrs.get(name);
     if (!v) return this.r.err(req, E.ENODATA);
     if (size === 0) return this.r.xattrSize(req, v.length);
