@@ -143,6 +143,27 @@ test('a handler that throws: the caller gets EIO, the server crashes and its mou
   await srv.stop();
 });
 
+test('writeback cache: writes, appends, truncation and mmap stay coherent', { skip }, async () => {
+  const m = tempMountpoint('wb');
+  const srv = await startMemfsServer(m, { mount: { writebackCache: true } });
+  try {
+    const f = path.join(m, 'wb');
+    fs.writeFileSync(f, 'abc');
+    fs.appendFileSync(f, 'def');
+    assert.equal(fs.readFileSync(f, 'utf8'), 'abcdef');
+    fs.truncateSync(f, 2);
+    assert.equal(fs.readFileSync(f, 'utf8'), 'ab');
+    const r = spawnSync('python3', ['-c', `
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR); os.ftruncate(fd, 4096)
+mm = mmap.mmap(fd, 4096); mm[0:2] = b'XY'; mm.flush(); mm.close(); os.fsync(fd); os.close(fd)`, f], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const data = fs.readFileSync(f);
+    assert.equal(data.length, 4096);
+    assert.equal(data.subarray(0, 2).toString(), 'XY');
+  } finally { await srv.stop(); }
+});
+
 test('mount errors are one clear line', { skip }, (t) => {
   const dir = tempMountpoint('err');
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
