@@ -24,7 +24,27 @@ REGION=us-east-1
 START_TIMEOUT=${HOMEFS_CEPH_TIMEOUT:-240}
 
 log() { echo "ceph.sh: $*" >&2; }
-die() { log "$*"; exit 1; }
+STARTING=
+die() {
+  log "$*"
+  if [ -n "$STARTING" ]; then failed_start_cleanup; fi
+  exit 1
+}
+
+# A start that fails must not leave daemons behind: show the logs' tails, keep a copy, stop everything.
+failed_start_cleanup() {
+  STARTING=
+  local kept=${DIR}.failed-logs
+  for f in "$DIR"/log/mon.a.log "$DIR"/log/osd.0.log "$DIR"/log/client.rgw.log "$DIR"/log/mkfs.log; do
+    [ -s "$f" ] || continue
+    echo "---- last lines of $(basename "$f") ----" >&2
+    tail -n 15 "$f" >&2
+  done
+  rm -rf "$kept"
+  cp -r "$DIR/log" "$kept" 2>/dev/null || true
+  do_stop_all
+  log "stopped the half-started cluster; its logs are in $kept"
+}
 
 free_port() {
   node -e "const s=require('net').createServer();s.listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"
@@ -155,6 +175,7 @@ do_start() {
   for bin in ceph-mon ceph-osd ceph-mgr radosgw radosgw-admin monmaptool ceph curl node; do
     command -v "$bin" >/dev/null || die "missing '$bin': apt-get install ceph-mon ceph-osd ceph-mgr radosgw curl"
   done
+  STARTING=1
   mkdir -p "$DIR"/{run,log,crash,mon/mon.a,mgr/mgr.x,osd/osd.0,rgw}
   local fsid mon_port rgw_port access secret
   fsid=$(cat /proc/sys/kernel/random/uuid)
@@ -168,29 +189,29 @@ do_start() {
 
   monmaptool --create --clobber --fsid "$fsid" --addv a "[v2:127.0.0.1:$mon_port]" "$DIR/monmap" >/dev/null 2>&1 \
     || die "monmaptool failed"
-  ceph-mon -c "$CONF" --mkfs -i a --monmap "$DIR/monmap" >>"$DIR/log/mkfs.log" 2>&1 || die "ceph-mon --mkfs failed; see $DIR/log/mkfs.log"
-  ceph-mon -c "$CONF" -i a 9>&- >>"$DIR/log/daemons.log" 2>&1 || die "ceph-mon did not start; see $DIR/log/mon.a.log"
-  wait_for 60 "the monitor" c mon stat || exit 1
+  ceph-mon -c "$CONF" --mkfs -i a --monmap "$DIR/monmap" >>"$DIR/log/mkfs.log" 2>&1 || die "ceph-mon --mkfs failed; see ${DIR}.failed-logs/mkfs.log"
+  ceph-mon -c "$CONF" -i a 9>&- >>"$DIR/log/daemons.log" 2>&1 || die "ceph-mon did not start; see ${DIR}.failed-logs/mon.a.log"
+  wait_for 60 "the monitor" c mon stat || die "start failed"
   log "mon up after $((SECONDS - t0))s"
 
-  ceph-mgr -c "$CONF" -i x 9>&- >>"$DIR/log/daemons.log" 2>&1 || die "ceph-mgr did not start; see $DIR/log/mgr.x.log"
+  ceph-mgr -c "$CONF" -i x 9>&- >>"$DIR/log/daemons.log" 2>&1 || die "ceph-mgr did not start; see ${DIR}.failed-logs/mgr.x.log"
 
   local uuid id
   uuid=$(cat /proc/sys/kernel/random/uuid)
   id=$(c osd new "$uuid") || die "ceph osd new failed"
   [ "$id" = 0 ] || die "unexpected OSD id $id"
-  ceph-osd -c "$CONF" -i 0 --mkfs --osd-uuid "$uuid" >>"$DIR/log/mkfs.log" 2>&1 || die "ceph-osd --mkfs failed; see $DIR/log/mkfs.log"
-  ceph-osd -c "$CONF" -i 0 9>&- >>"$DIR/log/daemons.log" 2>&1 || die "ceph-osd did not start; see $DIR/log/osd.0.log"
+  ceph-osd -c "$CONF" -i 0 --mkfs --osd-uuid "$uuid" >>"$DIR/log/mkfs.log" 2>&1 || die "ceph-osd --mkfs failed; see ${DIR}.failed-logs/mkfs.log"
+  ceph-osd -c "$CONF" -i 0 9>&- >>"$DIR/log/daemons.log" 2>&1 || die "ceph-osd did not start; see ${DIR}.failed-logs/osd.0.log"
   osd_up() { c osd dump 2>/dev/null | grep -q '^osd.0 up'; }
-  wait_for 90 "the OSD to come up" osd_up || exit 1
+  wait_for 90 "the OSD to come up" osd_up || die "start failed"
   log "osd up after $((SECONDS - t0))s"
 
-  radosgw -c "$CONF" -n client.rgw 9>&- >>"$DIR/log/daemons.log" 2>&1 || die "radosgw did not start; see $DIR/log/client.rgw.log"
-  wait_for 120 "the S3 gateway on 127.0.0.1:$rgw_port" s3_answers "$rgw_port" || exit 1
+  radosgw -c "$CONF" -n client.rgw 9>&- >>"$DIR/log/daemons.log" 2>&1 || die "radosgw did not start; see ${DIR}.failed-logs/client.rgw.log"
+  wait_for 120 "the S3 gateway on 127.0.0.1:$rgw_port" s3_answers "$rgw_port" || die "start failed"
   log "rgw answers after $((SECONDS - t0))s"
 
   rgwadmin user create --uid homefs-test --display-name "homefs tests" \
-    --access-key "$access" --secret-key "$secret" >>"$DIR/log/admin.log" 2>&1 || die "radosgw-admin user create failed; see $DIR/log/admin.log"
+    --access-key "$access" --secret-key "$secret" >>"$DIR/log/admin.log" 2>&1 || die "radosgw-admin user create failed; see ${DIR}.failed-logs/admin.log"
   printf 'RGW_PORT=%s\nACCESS_KEY=%s\nSECRET_KEY=%s\n' "$rgw_port" "$access" "$secret" >"$DIR/env"
 
   local code
@@ -202,6 +223,7 @@ do_start() {
     200|409) ;;
     *) die "creating bucket $BUCKET failed with HTTP $code: $(cat "$DIR/log/bucket.out")" ;;
   esac
+  STARTING=
   log "cluster ready in $((SECONDS - t0))s (S3 on 127.0.0.1:$rgw_port, bucket $BUCKET, state in $DIR)"
   add_holder
   print_env
@@ -245,6 +267,10 @@ do_stop() {
   do_stop_all
   log "stopped"
 }
+
+# Also on `set -e` failures and on being killed mid-start (a test runner's timeout).
+trap 'if [ -n "$STARTING" ]; then failed_start_cleanup; fi' EXIT
+trap 'exit 143' TERM INT
 
 # Serialize start/stop so concurrent callers share one cluster instead of racing to build two. The
 # daemons are started with fd 9 closed, or they would hold this lock for as long as they run.
