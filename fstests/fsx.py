@@ -7,6 +7,7 @@ at the end. The seed is printed; `fstests/run --seed S --only fsx.NAME` replays 
 import mmap
 import os
 import random
+import time
 
 from lib.harness import check
 
@@ -42,6 +43,7 @@ class Fsx:
         self.rng = random.Random(seed)
         self.seed = seed
         self.log = []
+        self.spent = {}
         self.pair = Pair(t.p(name), os.path.join(t.scratch, name + '.ref'))
 
     def fail(self, i, msg):
@@ -72,6 +74,12 @@ class Fsx:
         cum = [w[1] for w in weights]
         try:
             for i in range(self.ops):
+                if i:
+                    now = time.monotonic()
+                    self.spent[op] = self.spent.get(op, 0.0) + now - t_op
+                    t_op = now
+                else:
+                    t_op = time.monotonic()
                 op = r.choices(names, cum)[0]
                 size = self.check_size(i)
                 if op == 'write' or op == 'holewrite':
@@ -157,7 +165,9 @@ class Fsx:
             self.compare_range(self.ops, 0, self.check_size(self.ops) + 1, 'final compare after reopen')
         finally:
             self.pair.close()
-        self.t.log(f'seed {self.seed}: {self.ops} ops, final size {os.lstat(self.t.p(self.name)).st_size}')
+        top = sorted(self.spent.items(), key=lambda kv: -kv[1])[:3]
+        self.t.log(f'seed {self.seed}: {self.ops} ops, final size {os.lstat(self.t.p(self.name)).st_size}; '
+                   f'slowest op kinds: {", ".join(f"{k} {v:.1f}s" for k, v in top)}')
 
 
 def _seed(t, k):

@@ -37,7 +37,7 @@ def snapshot(root, times=False, owners=False, xattrs=False):
             if owners:
                 e.append((st.st_uid, st.st_gid))
             if xattrs and not stat.S_ISLNK(kind):
-                e.append(sorted((k, os.getxattr(p, k, follow_symlinks=False))
+                e.append(sorted((k, hashlib.sha256(os.getxattr(p, k, follow_symlinks=False)).hexdigest()[:8])
                                 for k in os.listxattr(p, follow_symlinks=False) if k.startswith('user.')))
             entries[rel] = e
     groups = sorted(sorted(v) for v in by_ino.values() if len(v) > 1)
