@@ -118,32 +118,35 @@ export class RetryingStore implements Store {
     let left = limit;
     const deadline = () => this.opts.now() + this.opts.deadlineMs;
     let end = deadline();
-    for (let attempt = 0; left > 0; ) {
-      try {
-        const it = this.inner.list(prefix, last === undefined ? left : Infinity)[Symbol.asyncIterator]();
-        for (;;) {
-          const next = await withTimeout(it.next(), end - this.opts.now(), this.url, 'list');
-          if (next.done) return;
-          const o = next.value;
-          if (last !== undefined && o.key <= last) continue; // already yielded before the failure
-          last = o.key;
-          left--;
-          attempt = 0;
-          yield o;
-          end = deadline(); // the deadline bounds each wait for the store, not the consumer's pace
-          if (left <= 0) {
-            await it.return?.();
-            return;
+    let it: AsyncIterator<ObjectInfo> | undefined;
+    try {
+      for (let attempt = 0; left > 0; ) {
+        try {
+          it = this.inner.list(prefix, last === undefined ? left : Infinity)[Symbol.asyncIterator]();
+          for (;;) {
+            const next = await withTimeout(it.next(), end - this.opts.now(), this.url, 'list');
+            if (next.done) return;
+            const o = next.value;
+            if (last !== undefined && o.key <= last) continue; // already yielded before the failure
+            last = o.key;
+            left--;
+            attempt = 0;
+            yield o;
+            end = deadline(); // the deadline bounds each wait for the store, not the consumer's pace
+            if (left <= 0) return;
           }
+        } catch (e) {
+          if (!isTransient(e)) throw e;
+          const wait = this.delay(attempt);
+          if (attempt >= this.opts.retries || this.opts.now() + wait >= end) throw e;
+          this.opts.onRetry?.('list', attempt + 1, wait, e);
+          attempt++;
+          await this.opts.sleep(wait);
         }
-      } catch (e) {
-        if (!isTransient(e)) throw e;
-        const wait = this.delay(attempt);
-        if (attempt >= this.opts.retries || this.opts.now() + wait >= end) throw e;
-        this.opts.onRetry?.('list', attempt + 1, wait, e);
-        attempt++;
-        await this.opts.sleep(wait);
       }
+    } finally {
+      // the consumer stopped early, or we did: let the inner listing release what it holds
+      it?.return?.().catch(() => undefined);
     }
   }
 
