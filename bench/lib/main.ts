@@ -1,0 +1,144 @@
+/**
+ * bench/run's entry point: parses the options, runs the scenarios (all, or --only NAME[,NAME]), prints the
+ * summary, writes docs/benchmarks.md (its bench/run block only) and the charts in docs/bench/.
+ *
+ *   bench/run [--quick] [--only NAME[,NAME…]] [--work DIR] [--rounds N] [--scale X]
+ * (--rounds and --scale override the preset, for trying a scenario out quickly.)
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem, release } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Ctx, FULL, QUICK } from './context.js';
+import { installCleanup, unmountAll } from './mounts.js';
+import { sectionMd, tableText, writeBlock, type Headline, type Scenario, type Section } from './report.js';
+import { barChartSvg } from './svg.js';
+import { SCENARIOS } from '../scenarios/index.js';
+
+interface Stored {
+  command: string;
+  date: string;
+  md: string;
+  headlines: Headline[];
+}
+
+function usage(msg: string): never {
+  process.stderr.write(`bench/run: ${msg}\nusage: bench/run [--quick] [--only ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--work DIR] [--rounds N] [--scale X]\n`);
+  process.exit(2);
+}
+
+function version(cmd: string, args: string[]): string {
+  try {
+    return execFileSync(cmd, args, { encoding: 'utf8' }).split('\n')[0]?.trim() ?? '?';
+  } catch {
+    return 'not installed';
+  }
+}
+
+function machine(): string {
+  const cpu = cpus()[0]?.model ?? '?';
+  const fs = version('findmnt', ['-no', 'FSTYPE,SOURCE', '-T', '/tmp']);
+  return [
+    `- CPU: ${cpu}, ${cpus().length} cores; RAM ${(totalmem() / 2 ** 30).toFixed(0)} GiB; Linux ${release()}; work dir on ${fs}`,
+    `- node ${process.version}; ${version('restic', ['version'])}; bindfs ${version('bindfs', ['--version'])}; ${version('rclone', ['version'])}; ${version('git', ['--version'])}; ${version('tar', ['--version'])}`,
+  ].join('\n');
+}
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  let quick = false;
+  let only: string[] | undefined;
+  let work = '/var/tmp/homefs-bench';
+  let rounds: number | undefined;
+  let scale: number | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--quick') quick = true;
+    else if (a === '--only') only = (argv[++i] ?? usage('--only needs a scenario name')).split(',');
+    else if (a === '--work') work = resolve(argv[++i] ?? usage('--work needs a directory'));
+    else if (a === '--rounds') rounds = Number(argv[++i]);
+    else if (a === '--scale') scale = Number(argv[++i]);
+    else usage(`unknown option '${a}'`);
+  }
+  if (rounds !== undefined && !(Number.isInteger(rounds) && rounds > 0)) usage('--rounds must be a positive integer');
+  if (scale !== undefined && !(scale > 0)) usage('--scale must be a positive number');
+  const unknown = (only ?? []).filter((n) => !SCENARIOS.some((s) => s.name === n));
+  if (unknown.length) usage(`unknown scenario '${unknown.join(',')}'`);
+  if (process.getuid?.() !== 0) usage('must run as root (drop_caches, fusectl abort, mounts)');
+
+  const repo = resolve(import.meta.dirname, '../../..');
+  const sizes = { ...(quick ? QUICK : FULL), ...(rounds ? { rounds } : {}), ...(scale ? { scale } : {}) };
+  mkdirSync(work, { recursive: true });
+  const ctx = new Ctx(repo, work, quick, sizes);
+  installCleanup();
+  const command = `bench/run ${argv.join(' ')}`.trim();
+  const date = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  const docs = join(repo, 'docs');
+  const chartsDir = join(docs, 'bench');
+  mkdirSync(chartsDir, { recursive: true });
+  const resultsPath = join(chartsDir, 'results.json');
+  const stored: Record<string, Stored> = existsSync(resultsPath) ? (JSON.parse(readFileSync(resultsPath, 'utf8')) as Record<string, Stored>) : {};
+  const todo: Scenario[] = SCENARIOS.filter((s) => !only || only.includes(s.name));
+  const t0 = Date.now();
+  const done: Section[] = [];
+  for (const sc of todo) {
+    ctx.log(`== ${sc.title}`);
+    const ts = Date.now();
+    let sec: Section;
+    try {
+      sec = await sc.run(ctx);
+    } catch (e) {
+      const why = e instanceof Error ? e.message : String(e);
+      ctx.log(`${sc.name} failed: ${why}`);
+      sec = { name: sc.name, title: sc.title, intro: `**This scenario failed in this run:** ${why}`, tables: [], charts: [], headlines: [], notes: [] };
+    }
+    unmountAll();
+    sec.notes.push(`Scenario wall time ${((Date.now() - ts) / 1000).toFixed(0)} s.`);
+    for (const c of sec.charts) {
+      const svg = join(chartsDir, c.file);
+      writeFileSync(svg, barChartSvg(c));
+      try {
+        execFileSync('rsvg-convert', ['-o', svg.replace(/\.svg$/, '.png'), svg], { stdio: 'ignore' });
+      } catch {
+        /* PNG is optional */
+      }
+    }
+    done.push(sec);
+    stored[sec.name] = { command, date, md: sectionMd(sec), headlines: sec.headlines };
+    writeFileSync(resultsPath, `${JSON.stringify(stored, null, 1)}\n`);
+    for (const t of sec.tables) process.stdout.write(`\n${tableText(t)}\n`);
+  }
+  const all = SCENARIOS.map((s) => stored[s.name]).filter((x): x is Stored => !!x);
+  const heads = all.flatMap((x) => x.headlines);
+  const worst = heads.filter((h) => Number.isFinite(h.slowdown)).sort((a, b) => b.slowdown - a.slowdown)[0];
+  const body = [
+    '## Side-by-side benchmarks (bench/run)',
+    '',
+    `Generated by \`${command}\` on ${date} (sections below say which command and date produced them if they come from an earlier run).`,
+    'Every cell is the median of the rounds with (min–max); peers run in alternation (A B A B …) in each round.',
+    '',
+    machine(),
+    '',
+    '### Summary: headline ratios',
+    '',
+    ...heads.map((h) => `- ${h.text}`),
+    ...(worst ? ['', `Worst: **${worst.text}** (homefs ${worst.slowdown.toFixed(2)}× the reference).`] : []),
+    '',
+    ...SCENARIOS.flatMap((s) => {
+      const x = stored[s.name];
+      if (!x) return [];
+      const stale = x.command !== command || x.date !== date ? `_(from \`${x.command}\` on ${x.date})_\n\n` : '';
+      return [x.md.replace(/^(### .*\n\n)/, `$1${stale}`)];
+    }),
+  ].join('\n');
+  writeBlock(join(docs, 'benchmarks.md'), body);
+  process.stdout.write(`\nSummary (${((Date.now() - t0) / 1000).toFixed(0)} s):\n${done.flatMap((d) => d.headlines).map((h) => `  ${h.text}`).join('\n')}\n`);
+  if (worst) process.stdout.write(`Worst: ${worst.text}\n`);
+  process.stdout.write(`Wrote ${join(docs, 'benchmarks.md')} and ${chartsDir}/*.svg\n`);
+}
+
+main().catch((e: unknown) => {
+  unmountAll();
+  process.stderr.write(`bench/run: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exit(1);
+});
