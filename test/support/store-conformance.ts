@@ -1,7 +1,7 @@
 /**
  * The Store contract (src/store/store.ts) as one test suite that every backend must pass: the file and
  * memory stores, the S3 store against Ceph, and wrappers. `make` returns a fresh, empty store; the suite
- * closes it at the end. Each test works under its own key prefix, so a failure never cascades.
+ * deletes what it wrote and closes it at the end. Each test works under its own key prefix, so a failure never cascades.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -32,6 +32,8 @@ export function storeConformance(name: string, make: () => Promise<Store>): void
       store = await make();
     });
     after(async () => {
+      // leave nothing behind (a long-lived test Ceph keeps objects in RAM)
+      for (const o of await collect(store.list(''))) await store.delete(o.key);
       await store.close();
     });
 
