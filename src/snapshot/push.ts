@@ -13,21 +13,15 @@
  * Hard links (same dev:ino inside the tree) share one `link` id, assigned in depth-first name order so the
  * same tree always encodes the same way. A file that changes while it is hashed is re-read (up to 3 times).
  * Sockets are skipped (they mean nothing on another host) and counted in `skipped`.
- *
- * The walk (readdir, lstat, readlink) and files under 256 KiB use synchronous fs calls, in slices of at
- * most 10 ms between turns of the event loop: in the page cache such a call takes a few µs where the
- * promise API costs ~40 µs of main-thread time, which made a 20k-file push ~7× slower. Never point push
- * at a FUSE mount served by the same process (it would deadlock, as any synchronous call there does).
  */
 import { constants, type BigIntStats } from 'node:fs';
-import { closeSync, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync } from 'node:fs';
-import { lstat, open } from 'node:fs/promises';
+import { lstat, open, readdir, readlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
-import { blockRanges, hashBuffer } from '../hash/blake3.js';
+import { blockRanges } from '../hash/blake3.js';
 import { HashPool } from '../hash/pool.js';
 import type { Store } from '../store/store.js';
-import { mapLimit } from '../util/concurrency.js';
+import { mapLimit, Semaphore } from '../util/concurrency.js';
 import { UserError } from '../util/errors.js';
 import { compareNames, nameProblem } from './codec.js';
 import { Excludes } from './excludes.js';
@@ -101,8 +95,6 @@ interface Node {
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-/** Files smaller than this are read with synchronous calls and hashed inline (see the module comment). */
-const SMALL_FILE = 256 * 1024;
 
 function kindOf(st: BigIntStats): EntryKind | null {
   if (st.isFile()) return 'file';
@@ -115,13 +107,13 @@ function kindOf(st: BigIntStats): EntryKind | null {
 }
 
 class Pusher {
+  private readonly io = new Semaphore(64);
   private readonly excludes: Excludes;
   private readonly uploads = new Map<string, Promise<void>>();
   readonly progress: PushProgress = { phase: 'scan', files: 0, filesTotal: 0, bytesHashed: 0, bytesTotal: 0, bytesUploaded: 0, blocksNew: 0 };
   excluded = 0;
   skipped = 0;
   reused = 0;
-  private sliceStart = performance.now();
   private readonly parentDirs = new Map<string, Promise<Map<string, TreeEntry> | null>>();
 
   constructor(
@@ -167,19 +159,20 @@ class Pusher {
     return true;
   }
 
-  /** Gives the event loop a turn when this slice of synchronous work has run for 10 ms. */
-  private async slice(): Promise<void> {
-    if (performance.now() - this.sliceStart < 10) return;
-    await new Promise((r) => setImmediate(r));
-    this.sliceStart = performance.now();
+  private async limited<T>(fn: () => Promise<T>): Promise<T> {
+    const release = await this.io.acquire();
+    try {
+      return await fn();
+    } finally {
+      release();
+    }
   }
 
-  /** Walks the tree below `root` (synchronous calls in ≤ 10 ms slices; see the module comment). */
-  async scan(root: Node): Promise<void> {
-    const stack: Node[] = [root];
-    for (let dir = stack.pop(); dir !== undefined; dir = stack.pop()) {
-      const children: Node[] = [];
-      for (const b of readdirSync(dir.abs, { encoding: 'buffer' })) {
+  async scan(dir: Node): Promise<void> {
+    const raw = await this.limited(() => readdir(dir.abs, { encoding: 'buffer' }));
+    const children: Node[] = [];
+    await Promise.all(
+      raw.map(async (b) => {
         let name: string;
         try {
           name = utf8.decode(b);
@@ -190,28 +183,27 @@ class Pusher {
         const problem = nameProblem(name);
         if (problem) throw new UserError(`cannot push ${rel}: ${problem}`);
         const abs = join(dir.abs, name);
-        const st = lstatSync(abs, { bigint: true });
+        const st = await this.limited(() => lstat(abs, { bigint: true }));
         const kind = kindOf(st);
         if (kind === null) {
           this.skipped++;
-          continue;
+          return;
         }
         if (this.excludes.excluded(rel, kind === 'dir')) {
           this.excluded++;
-          continue;
+          return;
         }
         const node: Node = { name, rel, abs, kind, st, depth: dir.depth + 1, size: 0 };
         if (kind === 'symlink') {
-          node.target = readlinkSync(abs);
+          node.target = await this.limited(() => readlink(abs));
           node.size = Buffer.byteLength(node.target, 'utf8');
         }
         children.push(node);
-      }
-      children.sort((a, b) => compareNames(a.name, b.name));
-      dir.children = children;
-      for (const c of children) if (c.kind === 'dir') stack.push(c);
-      await this.slice();
-    }
+      }),
+    );
+    children.sort((a, b) => compareNames(a.name, b.name));
+    dir.children = children;
+    await Promise.all(children.filter((c) => c.kind === 'dir').map((c) => this.scan(c)));
   }
 
   private async ensureBlock(hash: string, data: Buffer): Promise<void> {
@@ -233,15 +225,6 @@ class Pusher {
    * of it in memory). Returns false if the file changed while it was read (size, mtime or ctime moved).
    */
   private async readFile(node: Node): Promise<boolean> {
-    if (node.st.size < BigInt(SMALL_FILE)) {
-      const small = this.readSmallFile(node);
-      if (small === 'changed') return false;
-      if (small !== 'large') {
-        if (small.length > 0) await this.ensureBlock(node.blocks?.[0] as string, small);
-        await this.slice();
-        return true;
-      }
-    }
     const fh = await open(node.abs, constants.O_RDONLY | constants.O_NOFOLLOW);
     try {
       const before = await fh.stat({ bigint: true });
@@ -270,38 +253,6 @@ class Pusher {
     } finally {
       await fh.close();
     }
-  }
-
-  /**
-   * A small file in four synchronous calls (open, fstat, read, close: ~20 µs in the page cache, where the
-   * promise API costs ~40 µs a call), hashed inline. Sets node.st/size/blocks and returns the content (its
-   * one block, for the caller to upload); 'changed' if it changed while read, 'large' if it has grown past
-   * SMALL_FILE since the scan.
-   */
-  private readSmallFile(node: Node): Buffer | 'changed' | 'large' {
-    const fd = openSync(node.abs, constants.O_RDONLY | constants.O_NOFOLLOW);
-    let data: Buffer;
-    try {
-      const before = fstatSync(fd, { bigint: true });
-      if (!before.isFile()) throw new UserError(`cannot push ${node.rel}: it stopped being a regular file while pushing`);
-      if (before.size >= BigInt(SMALL_FILE)) return 'large';
-      data = Buffer.allocUnsafe(Number(before.size));
-      let got = 0;
-      while (got < data.length) {
-        const n = readSync(fd, data, got, data.length - got, got);
-        if (n === 0) return 'changed';
-        got += n;
-      }
-      const after = fstatSync(fd, { bigint: true });
-      if (after.size !== before.size || after.mtimeNs !== before.mtimeNs || after.ctimeNs !== before.ctimeNs) return 'changed';
-      node.st = after;
-    } finally {
-      closeSync(fd);
-    }
-    node.size = data.length;
-    node.blocks = data.length === 0 ? [] : [hashBuffer(data)];
-    this.progress.bytesHashed += data.length;
-    return data;
   }
 
   /** Hashes and uploads one file unless HEAD has it unchanged; re-reads it if it changed meanwhile. */
