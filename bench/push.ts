@@ -4,7 +4,8 @@
  * `homefs push` to a fresh file store, the re-push of the unchanged tree, and `restic backup` of the same
  * tree into a fresh repository followed by its re-backup (and, for reference, the push into a memory store:
  * the cost of the walk, reads and hashing without durable writes). Reports files/s, MB/s and homefs/restic ratios.
- * The page cache is warm for everyone (the tree was just generated or read); nothing is dropped.
+ * The page cache is dropped before every measured run (as root; otherwise it is whatever it is, and the
+ * output says so), so each run reads the tree from disk, as a first sync of a grown home does.
  *
  * Run: npx tsc -p . && node dist/bench/push.js [workdir=/tmp/homefs-bench] [files=20000] [MiB=1024]
  */
@@ -64,6 +65,11 @@ async function generate(): Promise<{ files: number; bytes: number }> {
   return { files, bytes: Number(out.split('\t')[0]) };
 }
 
+const canDrop = process.getuid?.() === 0;
+function dropCaches(): void {
+  if (canDrop) execFileSync('sh', ['-c', 'sync; echo 3 > /proc/sys/vm/drop_caches']);
+}
+
 interface Row {
   name: string;
   seconds: number;
@@ -77,6 +83,7 @@ function row(name: string, seconds: number, files: number, bytes: number, detail
 }
 
 async function homefsPush(store: Store, label: string, files: number, bytes: number): Promise<{ row: Row; res: PushResult }> {
+  dropCaches();
   const t0 = performance.now();
   const res = await pushDirectory(tree, store, 'bench', 'home', { excludes: [] });
   const s = (performance.now() - t0) / 1000;
@@ -85,6 +92,7 @@ async function homefsPush(store: Store, label: string, files: number, bytes: num
 
 function resticBackup(repo: string, label: string, files: number, bytes: number): Row {
   const env = { ...process.env, RESTIC_PASSWORD: 'bench', RESTIC_REPOSITORY: repo, RESTIC_CACHE_DIR: join(work, 'restic-cache') };
+  dropCaches();
   const t0 = performance.now();
   const out = execFileSync('restic', ['backup', '--json', '--quiet', tree], { env, encoding: 'utf8', maxBuffer: 64 * MiB });
   const s = (performance.now() - t0) / 1000;
@@ -93,7 +101,7 @@ function resticBackup(repo: string, label: string, files: number, bytes: number)
 }
 
 const { files, bytes } = await generate();
-console.log(`tree: ${tree}: ${files} files, ${(bytes / MiB).toFixed(0)} MiB`);
+console.log(`tree: ${tree}: ${files} files, ${(bytes / MiB).toFixed(0)} MiB; page cache ${canDrop ? 'dropped before each run' : 'NOT dropped (not root)'}`);
 const storeDir = join(work, 'store');
 const repo = join(work, 'restic');
 await rm(storeDir, { recursive: true, force: true });
