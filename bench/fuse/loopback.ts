@@ -147,7 +147,10 @@ export class Loopback implements Omit<Ops, 'readdirplus'> {
   open(req: Req, ino: number, flags: number): void {
     const p = this.p(ino);
     if (p === undefined) return this.r.err(req, E.ENOENT);
-    this.run(req, () => this.r.open(req, { fh: fs.openSync(p, flags & ~(fs.constants.O_CREAT | fs.constants.O_EXCL)), keepCache: this.keepCache }));
+    const readOnly = (flags & 3) === fs.constants.O_RDONLY;  // 3 = O_ACCMODE
+    this.run(req, () => this.r.open(req, {
+      fh: fs.openSync(p, flags & ~(fs.constants.O_CREAT | fs.constants.O_EXCL)), keepCache: this.keepCache, noFlush: readOnly,
+    }));
   }
   create(req: Req, parent: number, name: string, mode: number, flags: number): void {
     const p = this.child(req, parent, name);

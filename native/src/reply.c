@@ -76,6 +76,7 @@ static void fill_open(struct fuse_file_info *fi, const double *x) {
   memset(fi, 0, sizeof(*fi));
   unsigned f = (unsigned)U(x[SC_OPEN_FLAGS]);
   fi->fh = U(x[SC_FH]); fi->keep_cache = (f & 1) != 0; fi->direct_io = (f & 2) != 0; fi->nonseekable = (f & 4) != 0;
+  fi->noflush = (f & 8) != 0; fi->cache_readdir = (f & 16) != 0;
 }
 
 napi_value hf_reply_err(napi_env env, napi_callback_info info) {

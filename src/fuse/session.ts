@@ -27,7 +27,8 @@ function putEntry(e: Entry, x: Float64Array, o: number): void {
 }
 function putOpen(r: OpenReply): void {
   scratch[SC.fh] = r.fh;
-  scratch[SC.openFlags] = (r.keepCache ? 1 : 0) | (r.directIo ? 2 : 0) | (r.nonSeekable ? 4 : 0);
+  scratch[SC.openFlags] = (r.keepCache ? 1 : 0) | (r.directIo ? 2 : 0) | (r.nonSeekable ? 4 : 0)
+    | (r.noFlush ? 8 : 0) | (r.cacheDir ? 16 : 0);
 }
 function checkName(name: string): void {
   if (name.includes('/') || name.includes('\0')) throw new TypeError(`directory entry name contains '/' or NUL: ${JSON.stringify(name)}`);

@@ -27,7 +27,14 @@ export interface SetAttr {
   ctime?: { sec: number; nsec: number };
 }
 
-export interface OpenReply { fh: number; keepCache?: boolean; directIo?: boolean; nonSeekable?: boolean }
+/**
+ * keepCache: keep the page cache (for opendir: the cached listing) from earlier opens; noFlush: the kernel
+ * sends no flush on close() (saves a round trip for read-only opens); cacheDir (opendir only): the kernel
+ * may cache this directory's listing and serve later readdirs itself.
+ */
+export interface OpenReply {
+  fh: number; keepCache?: boolean; directIo?: boolean; nonSeekable?: boolean; noFlush?: boolean; cacheDir?: boolean;
+}
 
 /** `off` = the cookie of the NEXT entry (what the kernel passes back as `offset` to continue after this one). */
 export interface DirEntry { name: string; ino: number; mode: number; off: number }

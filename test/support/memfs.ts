@@ -261,14 +261,14 @@ export class MemFs implements Ops {
     this.r.err(req, 0);
   }
 
-  open(req: Req, ino: number): void {
+  open(req: Req, ino: number, flags: number): void {
     const n = this.node(req, ino);
     if (!n) return;
     if (n.children) return this.r.err(req, E.EISDIR);
     n.opens++;
     const fh = this.nextFh++;
     this.handles.set(fh, { ino });
-    this.r.open(req, { fh, keepCache: true });
+    this.r.open(req, { fh, keepCache: true, noFlush: (flags & 3) === 0 });  // read-only: no flush on close
   }
   create(req: Req, parent: number, name: string, mode: number): void {
     const n = this.makeChild(req, parent, name, S_IFREG | (mode & 0o7777));
