@@ -177,20 +177,20 @@ def _seed(t, k):
     return (t.seed * 1_000_003 + k) % (2 ** 31)
 
 
-@check('fsx.small', timeout=240)
+@check('fsx.small', timeout=400)
 def _(t):
-    ops = 20_000 if t.quick else 600_000
+    ops = 20_000 if t.quick else 800_000
     Fsx(t, 'small', _seed(t, 1), ops, maxsize=256 * 1024, maxlen=16 * 1024, full_every=200, seals=3).run()
 
 
-@check('fsx.medium', timeout=240)
+@check('fsx.medium', timeout=300)
 def _(t):
-    ops = 5_000 if t.quick else 300_000
+    ops = 5_000 if t.quick else 150_000
     Fsx(t, 'medium', _seed(t, 2), ops, maxsize=2 * MIB, maxlen=128 * 1024, full_every=500, seals=3).run()
 
 
 @check('fsx.large', timeout=300)
 def _(t):
     # crosses the 4 MiB block and 8 MiB single-block boundaries of the store format
-    ops = 1_500 if t.quick else 100_000
+    ops = 1_500 if t.quick else 50_000
     Fsx(t, 'large', _seed(t, 3), ops, maxsize=20 * MIB, maxlen=1 * MIB, full_every=500, seals=2).run()

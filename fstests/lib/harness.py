@@ -16,7 +16,6 @@ unmet 's3' is a failure (the full suite must not silently shrink).
 import os
 import shutil
 import signal
-import sys
 import threading
 import time
 import traceback
@@ -181,8 +180,6 @@ class Runner:
 def _describe(e):
     if isinstance(e, AssertionError):
         msg = str(e) or 'assertion failed'
-    elif isinstance(e, OSError):
-        msg = f'{type(e).__name__}: {e}'
     else:
         msg = f'{type(e).__name__}: {e}'
     tb = traceback.extract_tb(e.__traceback__)
@@ -199,6 +196,3 @@ def summary(r):
         line += f', {r.skipped} skipped'
     return line
 
-
-def note(msg):
-    print(msg, file=sys.stderr, flush=True)
