@@ -22,7 +22,7 @@ import { UserError } from '../util/errors.js';
 import { ObjectStore } from './objects.js';
 import { OsHelper } from './oshelper.js';
 import type { TreeEntry } from './types.js';
-import { getFileBlock } from './walk.js';
+import { fileContent } from './walk.js';
 
 export interface PullOptions {
   /** Restore uid/gid (default: when running as root). */
@@ -116,8 +116,7 @@ export async function pullSnapshot(store: Store, org: string, snapshotId: string
     await mapLimit(files, opts.parallelism ?? 8, async (item) => {
       const fh = await open(item.abs, WRITE_FLAGS, 0o600);
       try {
-        for (const hash of item.entry.blocks ?? []) {
-          const data = await getFileBlock(objects, hash, item.rel);
+        for await (const data of fileContent(objects, item.entry, item.rel)) {
           await fh.write(data, 0, data.length);
           progress.bytes += data.length;
         }

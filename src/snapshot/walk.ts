@@ -4,6 +4,7 @@
  * Errors name the path inside the snapshot, so "corrupted object ... (docs/a.txt)" tells the user what is
  * lost. Used by ls, cat, pull, and later diff.
  */
+import { blockRanges } from '../hash/blake3.js';
 import { CorruptObjectError, NotFoundError, UserError } from '../util/errors.js';
 import { readHead } from './heads.js';
 import type { ObjectStore } from './objects.js';
@@ -66,10 +67,17 @@ export async function* walkTree(objects: ObjectStore, hash: string, prefix = '')
   }
 }
 
-/** A block of `path` fetched and verified; store errors are rethrown naming the path. */
-export async function getFileBlock(objects: ObjectStore, hash: string, path: string): Promise<Buffer> {
+/**
+ * A block of `path` fetched and verified; store errors are rethrown naming the path. With `length`, a block
+ * of another length (a well-formed block that is not this part of this file) is an error too.
+ */
+export async function getFileBlock(objects: ObjectStore, hash: string, path: string, length?: number): Promise<Buffer> {
   try {
-    return await objects.getBlock(hash);
+    const data = await objects.getBlock(hash);
+    if (length !== undefined && data.length !== length) {
+      throw new UserError(`block ${hash} of ${path} holds ${data.length} bytes where the snapshot expects ${length}: the snapshot is inconsistent`);
+    }
+    return data;
   } catch (e) {
     if (e instanceof CorruptObjectError) throw new CorruptObjectError(e.key, path);
     if (e instanceof NotFoundError) throw new UserError(`block ${hash} of ${path} is missing from the store (${e.key})`);
@@ -80,5 +88,7 @@ export async function getFileBlock(objects: ObjectStore, hash: string, path: str
 /** The content of a file entry, one verified block at a time. */
 export async function* fileContent(objects: ObjectStore, entry: TreeEntry, path: string): AsyncGenerator<Buffer> {
   if (entry.kind !== 'file') throw new UserError(`${path}: not a regular file (${entry.kind})`);
-  for (const hash of entry.blocks ?? []) yield await getFileBlock(objects, hash, path);
+  const ranges = blockRanges(entry.size);
+  const blocks = entry.blocks ?? [];
+  for (let i = 0; i < blocks.length; i++) yield await getFileBlock(objects, blocks[i] as string, path, ranges[i]?.[1]);
 }

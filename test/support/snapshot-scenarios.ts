@@ -129,6 +129,14 @@ export async function corruptionScenario(store: Store, work: string, org: string
     for await (const _ of fileContent(objects, entry ?? assert.fail(), 'docs/report.txt')) void _;
   };
   await assert.rejects(read(), (e: unknown) => e instanceof CorruptObjectError && e.message.includes('docs/report.txt'));
+
+  // A well-formed block of another length is not this file's content: a tree claiming so is refused.
+  const okHash = (await resolvePath(objects, snap.root, 'ok.txt')).entry?.blocks?.[0] as string;
+  const lying = { ...(entry ?? assert.fail()), name: 'short.txt', size: 3, blocks: [okHash] };
+  const root = await objects.putTree({ entries: [lying] });
+  const id = await objects.putSnapshot({ ...snap, root, parent: res.snapshot });
+  await assert.rejects(pullSnapshot(store, org, id, dest), /block .* of short\.txt holds 5 bytes where the snapshot expects 3/);
+  assert.equal(existsSync(dest), false);
 }
 
 /** Two pushes from the same HEAD: one wins, one HeadConflictError, both snapshots' objects stay. */
