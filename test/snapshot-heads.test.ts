@@ -1,0 +1,46 @@
+/**
+ * HEAD generations on the memory store: first generation, advancing, history order, a retry that finds
+ * its own record, a lost race recorded under conflicts/, and malformed records.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { advanceHead, listHistory, readHead } from '../src/snapshot/heads.js';
+import { headKey } from '../src/store/keys.js';
+import { MemoryStore } from '../src/store/memory.js';
+import { FormatError, HeadConflictError } from '../src/util/errors.js';
+
+const A = 'a'.repeat(64);
+const B = 'b'.repeat(64);
+const C = 'c'.repeat(64);
+
+test('generations advance, the newest is HEAD, history is newest first', async () => {
+  const s = new MemoryStore();
+  assert.equal(await readHead(s, 'acme', 'alice'), null);
+  assert.equal(await advanceHead(s, 'acme', 'alice', null, A), 0);
+  assert.equal(await advanceHead(s, 'acme', 'alice', 0, B), 1);
+  for (let g = 1; g < 12; g++) await advanceHead(s, 'acme', 'alice', g, g % 2 ? C : A);
+  assert.deepEqual(await readHead(s, 'acme', 'alice'), { gen: 12, snapshot: C });
+  const h = await listHistory(s, 'acme', 'alice', 3);
+  assert.deepEqual(h.map((r) => r.gen), [12, 11, 10]);
+  assert.equal((await listHistory(s, 'acme', 'alice')).length, 13);
+  assert.equal(await readHead(s, 'acme', 'bob'), null, 'homes are separate');
+});
+
+test('a retry finds its own record; a lost race keeps the snapshot under conflicts/', async () => {
+  const s = new MemoryStore();
+  await advanceHead(s, 'acme', 'alice', null, A);
+  assert.equal(await advanceHead(s, 'acme', 'alice', 0, B), 1);
+  assert.equal(await advanceHead(s, 'acme', 'alice', 0, B), 1, 'same snapshot at the same generation: success');
+  await assert.rejects(advanceHead(s, 'acme', 'alice', 0, C), (e: unknown) => e instanceof HeadConflictError && e.snapshot === C && /acme\/alice/.test(e.message));
+  const conflicts: string[] = [];
+  for await (const o of s.list('acme/homes/alice/conflicts/')) conflicts.push((await s.get(o.key)).toString());
+  assert.deepEqual(conflicts, [C]);
+  assert.deepEqual(await readHead(s, 'acme', 'alice'), { gen: 1, snapshot: B });
+});
+
+test('a malformed generation record is a FormatError', async () => {
+  const s = new MemoryStore();
+  await s.put(headKey('acme', 'alice', 0), Buffer.from('../../etc/passwd'));
+  await assert.rejects(readHead(s, 'acme', 'alice'), (e: unknown) => e instanceof FormatError && /does not hold a snapshot id/.test(e.message));
+  await assert.rejects(readHead(s, 'Acme', 'alice'), /invalid org name/);
+});
