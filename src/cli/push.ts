@@ -25,6 +25,10 @@ function progressPrinter(): { update: (p: PushProgress) => void; stop: () => voi
     if (!last || Date.now() - start < 1000) return;
     shown = true;
     const p = last;
+    if (p.phase === 'scan') {
+      process.stderr.write(`\r\x1b[Kscanning: ${p.files} entries`);
+      return;
+    }
     process.stderr.write(
       `\r\x1b[K${p.phase}: ${p.files}/${p.filesTotal} files, ${formatBytes(p.bytesHashed)}/${formatBytes(p.bytesTotal)} hashed, ${formatBytes(p.bytesUploaded)} uploaded (${p.blocksNew} new blocks)`,
     );

@@ -32,6 +32,7 @@ import type { EntryKind, TreeEntry } from './types.js';
 
 export interface PushProgress {
   phase: 'scan' | 'content' | 'trees' | 'done';
+  /** Entries found while scanning; files hashed (or reused) afterwards. */
   files: number;
   filesTotal: number;
   bytesHashed: number;
@@ -199,8 +200,10 @@ class Pusher {
           node.size = Buffer.byteLength(node.target, 'utf8');
         }
         children.push(node);
+        this.progress.files++;
       }),
     );
+    this.emit();
     children.sort((a, b) => compareNames(a.name, b.name));
     dir.children = children;
     await Promise.all(children.filter((c) => c.kind === 'dir').map((c) => this.scan(c)));
@@ -376,6 +379,7 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0 }: 
   }
   const groups = [...byInode.values()];
   p.progress.phase = 'content';
+  p.progress.files = 0;
   p.progress.filesTotal = groups.length;
   p.progress.bytesTotal = groups.reduce((s, g) => s + Number((g[0] as Node).st.size), 0);
   p.emit();
