@@ -84,3 +84,22 @@ test('cli: push --json, log, ls, cat, pull, and one-line errors', async () => {
     await rm(work, { recursive: true, force: true });
   }
 });
+
+test('cli: a file store inside the pushed directory is never pushed', async () => {
+  const work = await mkdtemp(join(tmpdir(), 'homefs-cli-self-'));
+  try {
+    await mkdir(join(work, 'notes'));
+    await writeFile(join(work, 'notes/a.md'), 'a\n');
+    const env = { HOMEFS_STORE: `file://${join(work, '.local/share/homefs/store')}` };
+    for (let i = 0; i < 2; i++) {
+      const r = homefs(['push', work, 'acme/self', '--json'], env);
+      assert.equal(r.code, 0, r.stderr);
+      const res = JSON.parse(r.stdout) as { files: number; excluded: number; blocksNew: number };
+      assert.deepEqual([res.files, res.excluded, res.blocksNew], [1, 1, i === 0 ? 1 : 0]);
+    }
+    const self = homefs(['push', join(work, '.local/share/homefs/store'), 'acme/x'], env);
+    assert.match(self.stderr, /^homefs: cannot push .*: it is the store itself\n$/);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+});

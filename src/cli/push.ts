@@ -4,7 +4,10 @@
  * whole result. On a TTY, a push that runs over a second shows progress on stderr.
  */
 import type { Command } from 'commander';
+import { isAbsolute, relative, resolve } from 'node:path';
 import { excludePatterns } from '../config.js';
+import { FileStore } from '../store/file.js';
+import { UserError } from '../util/errors.js';
 import { pushDirectory, type PushProgress } from '../snapshot/push.js';
 import { parseHomeRef } from '../util/names.js';
 import { addStoreOption, formatBytes, withStore } from './store-option.js';
@@ -62,9 +65,14 @@ export function register(program: Command): void {
     .action(async (dir: string, ref: string, opts: Options) => {
       const { org, home } = parseHomeRef(ref, false);
       const progress = progressPrinter();
-      const res = await withStore(opts.store, true, (store) =>
-        pushDirectory(dir, store, org, home, { excludes: excludePatterns(), xattrs: opts.xattrs, rehash: opts.rehash === true, onProgress: progress.update }),
-      ).finally(() => progress.stop());
+      const res = await withStore(opts.store, true, (store) => {
+        const excludes = [...excludePatterns()];
+        const inside = store instanceof FileStore ? relative(resolve(dir), store.root) : '..';
+        if (inside === '') throw new UserError(`cannot push ${dir}: it is the store itself`);
+        // A file store inside the pushed directory (the default store under ~/.local/share) is never pushed.
+        if (!inside.startsWith('..') && !isAbsolute(inside)) excludes.push('/' + inside.replace(/[\\*?[]/g, '\\$&') + '/');
+        return pushDirectory(dir, store, org, home, { excludes, xattrs: opts.xattrs, rehash: opts.rehash === true, onProgress: progress.update });
+      }).finally(() => progress.stop());
       if (opts.json) {
         process.stdout.write(JSON.stringify({ home: `${org}/${home}`, ...res }) + '\n');
         return;
