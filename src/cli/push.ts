@@ -83,6 +83,7 @@ export function register(program: Command): void {
           `${res.blocksNew} of ${res.blocks} blocks new (${formatBytes(res.bytesUploaded)} uploaded), ${res.filesReused} files unchanged since HEAD, in ${res.seconds.toFixed(2)} s` +
           (res.excluded ? `; ${res.excluded} excluded` : '') +
           (res.skipped ? `; ${res.skipped} sockets skipped` : '') +
+          (res.vanished ? `; ${res.vanished} files deleted while pushing, left out` : '') +
           '\n',
       );
     });

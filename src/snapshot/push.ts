@@ -76,6 +76,8 @@ export interface PushResult {
   filesReused: number;
   excluded: number;
   skipped: number;
+  /** Files deleted between the scan and their reading: left out of the snapshot. */
+  vanished: number;
   seconds: number;
 }
 
@@ -93,6 +95,8 @@ interface Node {
   blocks?: string[];
   tree?: string;
   link?: number;
+  /** Deleted between the scan and reading it: not in the snapshot. */
+  vanished?: boolean;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -228,7 +232,8 @@ class Pusher {
    * of it in memory). Returns false if the file changed while it was read (size, mtime or ctime moved).
    */
   private async readFile(node: Node): Promise<boolean> {
-    const fh = await open(node.abs, constants.O_RDONLY | constants.O_NOFOLLOW);
+    // O_NONBLOCK: a FIFO swapped in since the scan must not block the open (fstat then rejects it).
+    const fh = await open(node.abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     try {
       const before = await fh.stat({ bigint: true });
       if (!before.isFile()) throw new UserError(`cannot push ${node.rel}: it stopped being a regular file while pushing`);
@@ -384,12 +389,27 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0 }: 
   p.progress.bytesTotal = groups.reduce((s, g) => s + Number((g[0] as Node).st.size), 0);
   p.emit();
   await mapLimit(groups, opts.parallelism ?? 16, async (group) => {
-    const first = group[0] as Node;
-    await p.content(first);
-    for (const other of group.slice(1)) {
-      other.st = first.st;
-      other.size = first.size;
-      other.blocks = first.blocks;
+    // A file deleted since the scan (a live home) is left out; a hard link's other names may remain.
+    let source: Node | undefined;
+    for (const n of group) {
+      try {
+        await p.content(n);
+        source = n;
+        break;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+        n.vanished = true;
+      }
+    }
+    for (const other of group) {
+      if (other === source || other.vanished) continue;
+      if (!source) {
+        other.vanished = true;
+        continue;
+      }
+      other.st = source.st;
+      other.size = source.size;
+      other.blocks = source.blocks;
     }
     p.progress.files++;
     p.emit();
@@ -404,15 +424,16 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0 }: 
       dirs.filter((d) => d.depth === depth),
       16,
       async (d) => {
-        d.tree = await objects.putTree({ entries: (d.children ?? []).map((c) => p.entry(c)) });
+        d.tree = await objects.putTree({ entries: (d.children ?? []).filter((c) => !c.vanished).map((c) => p.entry(c)) });
       },
     );
   }
 
+  const kept = groups.map((g) => g.find((n) => !n.vanished)).filter((n): n is Node => n !== undefined);
   const stats = {
-    files: nodes.filter((n) => n.kind !== 'dir').length,
+    files: nodes.filter((n) => n.kind !== 'dir' && !n.vanished).length,
     dirs: dirs.length - 1,
-    bytes: groups.reduce((s, g) => s + (g[0] as Node).size, 0),
+    bytes: kept.reduce((s, n) => s + n.size, 0),
   };
   const snapshot = await objects.putSnapshot({
     root: root.tree as string,
@@ -434,13 +455,14 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0 }: 
     files: stats.files,
     dirs: stats.dirs,
     bytes: stats.bytes,
-    blocks: groups.reduce((s, g) => s + ((g[0] as Node).blocks?.length ?? 0), 0),
+    blocks: kept.reduce((s, n) => s + (n.blocks?.length ?? 0), 0),
     blocksNew: p.progress.blocksNew,
     bytesHashed: p.progress.bytesHashed,
     bytesUploaded: p.progress.bytesUploaded,
     filesReused: p.reused,
     excluded: p.excluded,
     skipped: p.skipped,
+    vanished: nodes.filter((n) => n.vanished).length,
     seconds: (performance.now() - t0) / 1000,
   };
 }

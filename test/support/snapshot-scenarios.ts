@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
-import { chmod, lstat, mkdir, stat, utimes, writeFile } from 'node:fs/promises';
+import { existsSync, readdirSync, unlinkSync } from 'node:fs';
+import { chmod, link, lstat, mkdir, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_EXCLUDES } from '../../src/config.js';
 import { blockKey, metaKey } from '../../src/store/keys.js';
@@ -106,6 +106,36 @@ export async function changeDetectionScenario(store: Store, work: string, org: s
   const third = await pushDirectory(src, store, org, 'chg', { xattrs: false });
   assert.equal(third.filesReused, 1);
   assert.equal(third.blocksNew, 0);
+}
+
+/** Files deleted between the scan and their reading (a live home) are left out, not fatal. */
+export async function vanishingScenario(store: Store, work: string, org: string): Promise<void> {
+  const src = join(work, 'live');
+  await mkdir(src, { recursive: true });
+  await writeFile(join(src, 'keep.txt'), 'keep\n');
+  await writeFile(join(src, 'gone.tmp1'), 'gone\n');
+  await writeFile(join(src, 'h1'), 'linked\n');
+  await link(join(src, 'h1'), join(src, 'h2'));
+  let deleted = false;
+  const res = await pushDirectory(src, store, org, 'live', {
+    xattrs: false,
+    onProgress: (p) => {
+      if (p.phase !== 'content' || deleted) return;
+      deleted = true;
+      unlinkSync(join(src, 'gone.tmp1'));
+      unlinkSync(join(src, 'h1'));
+    },
+  });
+  assert.ok(deleted);
+  assert.equal(res.vanished, 2);
+  assert.equal(res.files, 2);
+  const objects = new ObjectStore(store, org);
+  const root = (await objects.getSnapshot(res.snapshot)).root;
+  assert.deepEqual((await objects.getTree(root)).entries.map((e) => e.name), ['h2', 'keep.txt']);
+  const h2 = (await resolvePath(objects, root, 'h2')).entry ?? assert.fail();
+  const chunks: Buffer[] = [];
+  for await (const c of fileContent(objects, h2, 'h2')) chunks.push(c);
+  assert.equal(Buffer.concat(chunks).toString(), 'linked\n');
 }
 
 /** A corrupted block makes pull and cat fail naming the path; nothing appears at the destination. */
