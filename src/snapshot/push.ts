@@ -174,7 +174,15 @@ class Pusher {
   }
 
   async scan(dir: Node): Promise<void> {
-    const raw = await this.limited(() => readdir(dir.abs, { encoding: 'buffer' }));
+    let raw: Buffer[];
+    try {
+      raw = await this.limited(() => readdir(dir.abs, { encoding: 'buffer' }));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || dir.depth === 0) throw e;
+      dir.vanished = true; // deleted since its parent was listed
+      dir.children = [];
+      return;
+    }
     const children: Node[] = [];
     await Promise.all(
       raw.map(async (b) => {
@@ -188,7 +196,13 @@ class Pusher {
         const problem = nameProblem(name);
         if (problem) throw new UserError(`cannot push ${rel}: ${problem}`);
         const abs = join(dir.abs, name);
-        const st = await this.limited(() => lstat(abs, { bigint: true }));
+        let st: BigIntStats;
+        try {
+          st = await this.limited(() => lstat(abs, { bigint: true }));
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === 'ENOENT') return; // deleted since the listing
+          throw e;
+        }
         const kind = kindOf(st);
         if (kind === null) {
           this.skipped++;
@@ -432,7 +446,7 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0 }: 
   const kept = groups.map((g) => g.find((n) => !n.vanished)).filter((n): n is Node => n !== undefined);
   const stats = {
     files: nodes.filter((n) => n.kind !== 'dir' && !n.vanished).length,
-    dirs: dirs.length - 1,
+    dirs: dirs.filter((d) => !d.vanished).length - 1,
     bytes: kept.reduce((s, n) => s + n.size, 0),
   };
   const snapshot = await objects.putSnapshot({
