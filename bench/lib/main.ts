@@ -7,7 +7,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem, release } from 'node:os';
+import { cpus, loadavg, totalmem, release } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Ctx, FULL, QUICK } from './context.js';
 import { installCleanup, unmountAll } from './mounts.js';
@@ -80,6 +80,7 @@ async function main(): Promise<void> {
   const stored: Record<string, Stored> = existsSync(resultsPath) ? (JSON.parse(readFileSync(resultsPath, 'utf8')) as Record<string, Stored>) : {};
   const todo: Scenario[] = SCENARIOS.filter((s) => !only || only.includes(s.name));
   const t0 = Date.now();
+  const loadBefore = loadavg()[1] ?? NaN;
   const done: Section[] = [];
   for (const sc of todo) {
     ctx.log(`== ${sc.title}`);
@@ -104,11 +105,15 @@ async function main(): Promise<void> {
       }
     }
     done.push(sec);
-    stored[sec.name] = { command, date, md: sectionMd(sec), headlines: sec.headlines };
+    // quick and full results are kept side by side (the full run has issue 4's exact sizes)
+    const key = quick ? sec.name : `${sec.name}@full`;
+    if (!quick) sec.title = `${sec.title} — full sizes`;
+    stored[key] = { command, date, md: sectionMd(sec), headlines: sec.headlines.map((h) => (quick ? h : { ...h, text: `[full] ${h.text}` })) };
     writeFileSync(resultsPath, `${JSON.stringify(stored, null, 1)}\n`);
     for (const t of sec.tables) process.stdout.write(`\n${tableText(t)}\n`);
   }
-  const all = SCENARIOS.map((s) => stored[s.name]).filter((x): x is Stored => !!x);
+  const keys = SCENARIOS.flatMap((s) => [s.name, `${s.name}@full`]).filter((k) => stored[k]);
+  const all = keys.map((k) => stored[k]).filter((x): x is Stored => !!x);
   const heads = all.flatMap((x) => x.headlines);
   const worst = heads.filter((h) => Number.isFinite(h.slowdown)).sort((a, b) => b.slowdown - a.slowdown)[0];
   const body = [
@@ -118,14 +123,15 @@ async function main(): Promise<void> {
     'Every cell is the median of the rounds with (min–max); peers run in alternation (A B A B …) in each round.',
     '',
     machine(),
+    `- Load average (5 min) at start / end of this run: ${loadBefore.toFixed(1)} / ${(loadavg()[1] ?? NaN).toFixed(1)} on ${cpus().length} cores; the run took ${((Date.now() - t0) / 60000).toFixed(1)} min. Other work on the machine inflates every number here; the ratios, measured in alternation, are what to read.`,
     '',
     '### Summary: headline ratios',
     '',
     ...heads.map((h) => `- ${h.text}`),
     ...(worst ? ['', `Worst: **${worst.text}** (homefs ${worst.slowdown.toFixed(2)}× the reference).`] : []),
     '',
-    ...SCENARIOS.flatMap((s) => {
-      const x = stored[s.name];
+    ...keys.flatMap((k) => {
+      const x = stored[k];
       if (!x) return [];
       const stale = x.command !== command || x.date !== date ? `_(from \`${x.command}\` on ${x.date})_\n\n` : '';
       return [x.md.replace(/^(### .*\n\n)/, `$1${stale}`)];

@@ -42,8 +42,8 @@ export const firstsync: Scenario = {
         last.repo = repo;
       } else {
         const tar = join(dir, 'home.tar');
-        const res = await run('/usr/bin/time', ['-f', '@@RSS=%M', 'tar', '-C', root, '-cf', tar, '.'], {});
-        ms = res.ms; rss = Number(/@@RSS=(\d+)/.exec(res.stderr)?.[1] ?? NaN); stored = await storeBytes(tar);
+        const res = await run('tar', ['-C', root, '-cf', tar, '.'], { rss: true });
+        ms = res.ms; rss = res.rssKiB ?? NaN; stored = await storeBytes(tar);
         last.tar = tar;
       }
       s.add(peer, 'ms', ms);

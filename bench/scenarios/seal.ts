@@ -40,7 +40,16 @@ export const seal: Scenario = {
     await restic(repo, ['init']);
     const s = new Samples();
     const pushMs: number[] = [];
+    const problems: string[] = [];
     for (const mult of MULT) {
+      try {
+        await sealSize(mult);
+      } catch (e) {
+        problems.push(`${fmtNum(z.sealBaseFiles * mult)}-file home: ${e instanceof Error ? e.message : String(e)}`);
+        ctx.log(`  seal ${mult}× failed: ${problems[problems.length - 1]}`);
+      }
+    }
+    async function sealSize(mult: number): Promise<void> {
       const files = z.sealBaseFiles * mult;
       const src = join(ctx.inputs, `many-${files}`);
       ctx.log(`  seal: home of ${fmtNum(files)} files (${mult}×): generate, push, restic backup (setup)`);
@@ -94,7 +103,7 @@ export const seal: Scenario = {
       headlines: [
         { text: `seal after 1 change in a ${fmtNum(z.sealBaseFiles * 16)}-file home: homefs ${fmtMs(h100k)} vs restic backup ${fmtMs(r100k)} = ${fmtRatio(r100k / h100k)} faster; growth 1×→16× homefs ${fmtRatio(flat)}, restic ${fmtRatio(rflat)}`, slowdown: flat },
       ],
-      notes: [...s.failed].map(([p, why]) => `${p} could not run: ${why}`),
+      notes: [...[...s.failed].map(([p, why]) => `${p} could not run: ${why}`), ...problems.map((x) => `Failed: ${x}`)],
     };
   },
 };
