@@ -39,3 +39,9 @@ export function cell(s: Summary, f: (x: number) => string): string {
   if (s.n === 1 || s.min === s.max) return f(s.median);
   return `${f(s.median)} (${f(s.min)}–${f(s.max)})`;
 }
+
+/** "2.50× faster" / "2.50× slower" for ratio = reference time / homefs time. */
+export function fmtSpeedup(ratio: number): string {
+  if (!Number.isFinite(ratio)) return '–';
+  return ratio >= 1 ? `homefs ${fmtRatio(ratio)} faster` : `homefs ${fmtRatio(1 / ratio)} slower`;
+}

@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import type { Ctx } from '../lib/context.js';
-import { cell, fmtBytes, fmtMs, fmtNum, fmtRatio } from '../lib/format.js';
+import { cell, fmtBytes, fmtMs, fmtNum, fmtRatio, fmtSpeedup } from '../lib/format.js';
 import { homefsPush, restic, storeBytes } from '../lib/peers.js';
 import type { Scenario, Section } from '../lib/report.js';
 import { bash, dropCaches, q, run } from '../lib/sh.js';
@@ -67,7 +67,7 @@ export const firstsync: Scenario = {
       tables: [{ caption: 'First sync', columns: ['system', 'wall time', 'files/s', 'MB/s', 'peak RSS', 'stored', 'time vs homefs'], rows }],
       charts: [{ file: 'firstsync.svg', title: 'First sync of the agent home', unit: 'seconds', labels: ['wall time'],
         series: PEERS.map((p) => ({ name: p, values: [s.median(p, 'ms') / 1000] })) }],
-      headlines: [{ text: `first sync: homefs push ${fmtMs(h)} vs restic backup ${fmtMs(rb)} = ${fmtRatio(rb / h)} restic's speed`, slowdown: h / rb }],
+      headlines: [{ text: `first sync: homefs push ${fmtMs(h)} vs restic backup ${fmtMs(rb)} → ${fmtSpeedup(rb / h)}`, slowdown: h / rb }],
       notes: [],
     };
   },

@@ -64,7 +64,7 @@ export const move: Scenario = {
       tables: [{ caption: 'Wake, work and sleep per visit', columns: ['visit', 'wake (mount)', 'first byte', 'ls -R + git status + build', 'pulled from store', 'sleep'], rows }],
       charts: [],
       headlines: failed ? [{ text: `move between hosts: failed: ${failed}`, slowdown: NaN }] : [{
-        text: `${problems.size ? `(writes FAILED on ${problems.size} visit(s), see notes) ` : ''}move: back on a warm host pulls ${fmtBytes(warm)} vs ${fmtBytes(cold)} on an empty one; wake ${fmtMs(s.median(VISITS[2] as string, 'ttfb'))} vs ${fmtMs(s.median(VISITS[1] as string, 'ttfb'))} to first byte`,
+        text: `${problems.size ? `(BUG: writes failed on ${problems.size} warm-host visit(s), see notes) ` : ''}move: back on a warm host pulls ${fmtBytes(warm)} vs ${fmtBytes(cold)} on an empty one; wake ${fmtMs(s.median(VISITS[2] as string, 'ttfb'))} vs ${fmtMs(s.median(VISITS[1] as string, 'ttfb'))} to first byte`,
         slowdown: NaN,
       }],
       notes: [...(failed ? [`homefs could not complete the move: ${failed}`] : []), ...[...problems].map((x) => `**Bug:** ${x}`)],

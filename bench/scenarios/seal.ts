@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { appendFileSync } from 'node:fs';
 import { manyFilesHome } from '../lib/agenthome.js';
 import type { Ctx } from '../lib/context.js';
-import { cell, fmtBytes, fmtMs, fmtNum, fmtRatio } from '../lib/format.js';
+import { cell, fmtBytes, fmtMs, fmtNum, fmtRatio, fmtSpeedup } from '../lib/format.js';
 import { homefsMount, homefsPush, homefsSleep, homefsSync, restic } from '../lib/peers.js';
 import type { Scenario, Section } from '../lib/report.js';
 import { bash, fsops, q } from '../lib/sh.js';
@@ -101,7 +101,7 @@ export const seal: Scenario = {
       charts: [{ file: 'seal.svg', title: 'Seal after changing 1 file vs home size', unit: 'seconds', labels: MULT.map((m) => `${fmtNum(z.sealBaseFiles * m)} files`),
         series: PEERS.flatMap((p) => changes.slice(0, 2).map(([k, l]) => ({ name: `${p}, ${l}`, values: MULT.map((m) => s.median(p, `${k}@${m}`) / 1000) }))) }],
       headlines: [
-        { text: `seal after 1 change in a ${fmtNum(z.sealBaseFiles * 16)}-file home: homefs ${fmtMs(h100k)} vs restic backup ${fmtMs(r100k)} = ${fmtRatio(r100k / h100k)} faster; growth 1×→16× homefs ${fmtRatio(flat)}, restic ${fmtRatio(rflat)}`, slowdown: flat },
+        { text: `seal after 1 change in a ${fmtNum(z.sealBaseFiles * 16)}-file home: homefs ${fmtMs(h100k)} vs restic backup ${fmtMs(r100k)} → ${fmtSpeedup(r100k / h100k)}; growth 1×→16× homefs ${fmtRatio(flat)}, restic ${fmtRatio(rflat)}`, slowdown: flat },
       ],
       notes: [...[...s.failed].map(([p, why]) => `${p} could not run: ${why}`), ...problems.map((x) => `Failed: ${x}`)],
     };

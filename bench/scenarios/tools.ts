@@ -81,29 +81,45 @@ export const tools: Scenario = {
     const store = await ctx.fresh('tools-store');
     const s = new Samples();
     const add = (peer: string, op: string, ms: number): void => s.add(peer, op, ms);
+    const opFailures: string[] = [];
+    const failedOps = new Set<string>();
     await alternate(ctx.sizes.rounds, PEERS, s, async (peer, r) => {
       const dir = await ctx.fresh(`tools-r${r}-${peer}`);
       const t = await open(peer, dir, store, r, seq);
+      const step = async (op: string, fn: () => Promise<number>): Promise<void> => {
+        try {
+          add(peer, op, await fn());
+        } catch (e) {
+          const why = (e instanceof Error ? e.message : String(e)).replaceAll('\n', ' ').replaceAll('|', '/').slice(0, 200);
+          opFailures.push(`${peer}, round ${r + 1}, ${op}: ${why}`);
+          failedOps.add(`${peer}/${op}`);
+          ctx.log(`  ${peer} ${op} failed: ${why}`);
+        }
+      };
       try {
         const big = join(t.root, 'big.bin');
-        add(peer, 'seqwrite', (await fsops('seqwrite', big, String(seq))).ms ?? NaN);
+        await step('seqwrite', async () => (await fsops('seqwrite', big, String(seq))).ms ?? NaN);
         await t.makeCold();
-        add(peer, 'seqreadCold', (await fsops('seqread', big)).ms ?? NaN);
-        add(peer, 'seqreadWarm', (await fsops('seqread', big)).ms ?? NaN);
-        add(peer, 'randread', (await fsops('randread', big, '20000')).ms ?? NaN);
-        const meta = await fsops('meta', join(t.root, 'meta'), String(z.metaFiles));
-        add(peer, 'create', meta.createMs ?? NaN);
-        add(peer, 'stat', meta.statMs ?? NaN);
-        add(peer, 'delete', meta.deleteMs ?? NaN);
-        add(peer, 'tarx', (await bash(`mkdir ${q(join(t.root, 'tar'))} && tar -C ${q(join(t.root, 'tar'))} -xf ${q(fx.tar5k)}`)).ms);
-        add(peer, 'clone', (await run('git', ['clone', '-q', '--no-hardlinks', fx.repo, join(t.root, 'repo')])).ms);
-        add(peer, 'gitstatus1', (await run('git', ['-C', join(t.root, 'repo'), 'status', '--porcelain'])).ms);
-        add(peer, 'gitstatus2', (await run('git', ['-C', join(t.root, 'repo'), 'status', '--porcelain'])).ms);
-        await bash(`mkdir ${q(join(t.root, 'npm'))} && cp ${q(fx.npmProject)}/package*.json ${q(join(t.root, 'npm'))}/`);
-        add(peer, 'npmci', (await run('npm', ['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund', '--cache', fx.npmCache], { cwd: join(t.root, 'npm') })).ms);
-        const sq = await run('sqlite3', [join(t.root, 'db.sqlite')], { input: (await import('node:fs')).readFileSync(fx.sqlScript, 'utf8') });
-        if (sq.stdout.trim() !== 'ok') throw new Error(`sqlite integrity_check: ${sq.stdout.slice(0, 100)}`);
-        add(peer, 'sqlite', sq.ms);
+        await step('seqreadCold', async () => (await fsops('seqread', big)).ms ?? NaN);
+        await step('seqreadWarm', async () => (await fsops('seqread', big)).ms ?? NaN);
+        await step('randread', async () => (await fsops('randread', big, '20000')).ms ?? NaN);
+        let meta: Record<string, number> = {};
+        await step('create', async () => (meta = await fsops('meta', join(t.root, 'meta'), String(z.metaFiles))).createMs ?? NaN);
+        if (meta.statMs !== undefined) add(peer, 'stat', meta.statMs);
+        if (meta.deleteMs !== undefined) add(peer, 'delete', meta.deleteMs);
+        await step('tarx', async () => (await bash(`mkdir ${q(join(t.root, 'tar'))} && tar -C ${q(join(t.root, 'tar'))} -xf ${q(fx.tar5k)}`)).ms);
+        await step('clone', async () => (await run('git', ['clone', '-q', '--no-hardlinks', fx.repo, join(t.root, 'repo')])).ms);
+        await step('gitstatus1', async () => (await run('git', ['-C', join(t.root, 'repo'), 'status', '--porcelain'])).ms);
+        await step('gitstatus2', async () => (await run('git', ['-C', join(t.root, 'repo'), 'status', '--porcelain'])).ms);
+        await step('npmci', async () => {
+          await bash(`mkdir ${q(join(t.root, 'npm'))} && cp ${q(fx.npmProject)}/package*.json ${q(join(t.root, 'npm'))}/`);
+          return (await run('npm', ['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund', '--cache', fx.npmCache], { cwd: join(t.root, 'npm') })).ms;
+        });
+        await step('sqlite', async () => {
+          const sq = await run('sqlite3', [join(t.root, 'db.sqlite')], { input: (await import('node:fs')).readFileSync(fx.sqlScript, 'utf8') });
+          if (sq.stdout.trim() !== 'ok') throw new Error(`sqlite integrity_check: ${sq.stdout.slice(0, 100)}`);
+          return sq.ms;
+        });
       } finally {
         const tc = Date.now();
         await t.close();
@@ -127,14 +143,14 @@ export const tools: Scenario = {
       ['sqlite', `sqlite, ${n(z.sqliteTx)} transactions`],
     ];
     const rows = ops.map(([k, label]) => {
-      const row = [label, ...PEERS.map((p) => (s.failed.has(p) ? 'failed' : cell(s.get(p, k), fmtMs)))];
+      const row = [label, ...PEERS.map((p) => (s.failed.has(p) ? 'failed' : `${cell(s.get(p, k), fmtMs)}${failedOps.has(`${p}/${k}`) ? ' + FAILED (see notes)' : ''}`))];
       row.push(fmtRatio(s.median('homefs', k) / s.median('native', k)), fmtRatio(s.median('homefs', k) / s.median('bindfs', k)));
       return row;
     });
     const thr = (p: string, k: string): string => `${(mb / (s.median(p, k) / 1000)).toFixed(0)} MiB/s`;
     rows.push(['→ throughput write / cold / warm', ...PEERS.map((p) => `${thr(p, 'seqwrite')} / ${thr(p, 'seqreadCold')} / ${thr(p, 'seqreadWarm')}`), '', '']);
     rows.push(['→ random 4 KiB reads', ...PEERS.map((p) => `${(20000 / (s.median(p, 'randread') / 1000)).toFixed(0)} IOPS`), '', '']);
-    const failures = [...s.failed].map(([p, why]) => `${p} could not run: ${why}`);
+    const failures = [...[...s.failed].map(([p, why]) => `${p} could not run: ${why}`), ...opFailures.map((x) => `Failed: ${x}`)];
     const ratios = ops.map(([k, label]) => ({ k, label, r: s.median('homefs', k) / s.median('native', k), rb: s.median('homefs', k) / s.median('bindfs', k) }))
       .filter((x) => Number.isFinite(x.rb));
     const worst = [...ratios].sort((a, b) => b.rb - a.rb)[0];
