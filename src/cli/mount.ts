@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, openSync, statSync, closeSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { isAbsolute, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import pino from 'pino';
 import { defaultStoreUrl, defaults, excludePatterns, storeDisabled } from '../config.js';
@@ -59,7 +59,19 @@ function buildConfig(ref: string, mnt: string, o: Options): MountConfig {
   };
 }
 
-function checkMountpoint(mountpoint: string): void {
+function inside(child: string, parent: string): boolean {
+  const rel = relative(parent, child);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+function checkMountpoint(mountpoint: string, cfg: MountConfig): void {
+  const paths = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir);
+  for (const [what, dir] of [['state directory', paths.stateDir], ['cache directory', paths.orgCache]] as const) {
+    if (inside(dir, mountpoint)) throw new UserError(`the ${what} ${dir} lies inside the mountpoint ${mountpoint}; put it elsewhere (the daemon cannot keep its own data in the home it serves)`);
+  }
+  if (cfg.storeUrl.startsWith('file://') && inside(cfg.storeUrl.slice('file://'.length), mountpoint)) {
+    throw new UserError(`the store ${cfg.storeUrl} lies inside the mountpoint ${mountpoint}; put it elsewhere`);
+  }
   let st;
   try {
     st = statSync(mountpoint);
@@ -148,7 +160,7 @@ export function register(program: Command): void {
         return;
       }
       const cfg = buildConfig(ref, mnt, o);
-      checkMountpoint(cfg.mountpoint);
+      checkMountpoint(cfg.mountpoint, cfg);
       if (o.foreground) return runDaemon(cfg, o.logLevel);
       const argv = process.argv.slice(2).filter((a) => a !== '--foreground');
       await startBackground(cfg, argv);
