@@ -14,7 +14,7 @@ export const SINGLE_BLOCK_MAX = 8 * 1024 * 1024;
 export const BLOCK_SIZE = 4 * 1024 * 1024;
 
 export function hashBuffer(data: Uint8Array): string {
-  return blake3(data).toString('hex');
+  return blake3(Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength)).toString('hex');
 }
 
 /** Block boundaries `[offset, length]` of a file of `size` bytes. Empty files have none. */
