@@ -94,9 +94,9 @@ test('unsorted or duplicate names, counts, truncation and trailing bytes are rej
   assertFormatError(() => decodeTree(two.subarray(0, two.length - 1)), /truncated/);
   assertFormatError(() => decodeTree(Buffer.concat([two, Buffer.from([0])])), /trailing/);
   assertFormatError(() => decodeTree(Buffer.from('HFTX\x01')), /bad magic/);
-  const v2 = Buffer.from(two);
-  v2[4] = 2;
-  assertFormatError(() => decodeTree(v2), /unsupported tree version 2/);
+  const v3 = Buffer.from(two);
+  v3[4] = 3;
+  assertFormatError(() => decodeTree(v3), /unsupported tree version 3/);
   const kind = Buffer.from(two);
   kind[9] = 9;
   assertFormatError(() => decodeTree(kind), /unknown kind code 9/);
@@ -163,4 +163,17 @@ test('malformed snapshots are rejected', () => {
   assertFormatError(() => decodeSnapshot(enc({ ...good, rootAttrs: { ...root, mode: 0o10000 } })), /rootAttrs.mode/);
   assertFormatError(() => decodeSnapshot(enc({ ...good, rootAttrs: { ...root, mtimeNs: 5 } })), /rootAttrs.mtimeNs/);
   assertFormatError(() => decodeSnapshot(enc({ ...good, rootAttrs: { ...root, mtimeNs: '99999999999999999999' } })), /rootAttrs.mtimeNs/);
+});
+
+test('link counts are written as version 2 and read back; trees without them stay version 1', () => {
+  const base = { kind: 'file' as const, mode: 0o644, uid: 0, gid: 0, size: 0, mtimeNs: 1n, ctimeNs: 1n, blocks: [] };
+  const withLinks = encodeTree({ entries: [{ ...base, name: 'a', link: 7, nlink: 3 }, { name: 'd', kind: 'dir', mode: 0o755, uid: 0, gid: 0, size: 0, mtimeNs: 1n, ctimeNs: 1n, tree: 'c'.repeat(64), nlink: 4 }] });
+  assert.equal(withLinks[4], 2);
+  const t = decodeTree(withLinks);
+  assert.equal(t.entries[0]?.nlink, 3);
+  assert.equal(t.entries[1]?.nlink, 4);
+  const plain = encodeTree({ entries: [{ ...base, name: 'a' }] });
+  assert.equal(plain[4], 1);
+  assert.equal(decodeTree(plain).entries[0]?.nlink, undefined);
+  assertFormatError(() => encodeTree({ entries: [{ ...base, name: 'a', nlink: 0 }] }), /link count/);
 });

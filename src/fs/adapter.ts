@@ -186,7 +186,11 @@ export class FuseAdapter {
         this.hooks.activity('write');
         if (this.hooks.readOnly) return this.s.err(req, E.EROFS);
         const copy = Buffer.from(data);
-        this.content.write(ino, offset, copy).then((n) => this.s.write(req, n), (e: unknown) => this.fail(req, 'write', e));
+        this.content.write(ino, offset, copy).then((n) => this.s.write(req, n), (e: unknown) => {
+          this.fail(req, 'write', e);
+          // With the writeback cache the kernel already counted these bytes in st_size: make it ask again.
+          setImmediate(() => this.session?.invalInode(ino, -1, 0));
+        });
       },
       flush: (req, ino) => {
         this.content.settle(ino).then(() => this.s.err(req, 0), (e: unknown) => this.fail(req, 'flush', e));
@@ -299,9 +303,11 @@ export class FuseAdapter {
     const self = this.view.get(ino);
     const parentIno = self.parents[0] ?? ino;
     const parent = this.view.get(parentIno);
-    // Cookies: 1 = after ".", 2 = after "..", k + 3 = after entries[k].
-    const all: Array<[string, Inode]> = [['.', self], ['..', parent], ...h.entries];
-    const slice = all.slice(offset);
+    // Cookies: 1 = after ".", 2 = after "..", k + 3 = after entries[k]. Only what can fit is mapped: a
+    // dirent takes at least 24 bytes, a direntplus at least 152.
+    const end = Math.min(h.entries.length + 2, offset + Math.ceil(size / (plus ? 152 : 24)) + 1);
+    const slice: Array<[string, Inode]> = [];
+    for (let k = offset; k < end; k++) slice.push(k === 0 ? ['.', self] : k === 1 ? ['..', parent] : (h.entries[k - 2] as [string, Inode]));
     if (plus) {
       const packed = this.s.dirPlus(req, size, slice.map(([name, node], i) => ({ name, entry: entryOf(node, this.t), off: offset + i + 1 })));
       for (let i = 0; i < packed; i++) {

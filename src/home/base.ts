@@ -10,13 +10,15 @@ import { rmSync } from 'node:fs';
 import { Journal } from '../inodes/journal.js';
 import { advanceHead, readHead, type HeadRecord } from '../snapshot/heads.js';
 import type { ObjectStore } from '../snapshot/objects.js';
-import type { SnapshotStats } from '../snapshot/types.js';
+import type { Snapshot, SnapshotStats } from '../snapshot/types.js';
 import type { HomePaths } from './paths.js';
 
 export interface BaseChoice {
   journal: Journal;
   /** Root tree of the base snapshot (null: empty home). */
   rootTree: string | null;
+  /** Attributes of the home's root directory recorded in the base snapshot. */
+  rootAttrs?: Snapshot['rootAttrs'];
   head: HeadRecord | null;
   /** Local state was replaced because HEAD moved; its changes (if any) went to this conflict seal. */
   replaced: boolean;
@@ -56,11 +58,13 @@ export async function chooseBase(
     log.info({ org, home, gen }, 'took the home over: HEAD advanced to fence the previous holder');
   }
   let rootTree: string | null = null;
+  let rootAttrs: Snapshot['rootAttrs'];
   if (head) {
     const snap = await objects.getSnapshot(head.snapshot);
     rootTree = snap.root;
+    rootAttrs = snap.rootAttrs;
     journal.setMeta('stats', snap.stats satisfies SnapshotStats);
   }
   journal.setBase({ snapshot: head?.snapshot ?? null, gen: head?.gen ?? null });
-  return { journal, rootTree, head, replaced };
+  return { journal, rootTree, head, replaced, ...(rootAttrs ? { rootAttrs } : {}) };
 }

@@ -128,7 +128,8 @@ export class MountedHome {
         content.dropInode(ino);
         void upper.remove(ino);
       };
-      view.initRoot(choice.rootTree, {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
+      const ra = choice.rootAttrs;
+      view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
       const h = new MountedHome(cfg, paths, log, store, objects, cache, journal, upper, content, view, lease, unlock);
       h.mount(mountFn);
       return h;

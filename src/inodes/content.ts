@@ -87,6 +87,8 @@ export class Content {
         if (!hash) throw fsErr(E.EIO, `inode ${ino} has no block ${idx}`);
         const avail = Math.min(len, sealed - pos);
         const got = await this.blocks.read(hash, pos - idx * stride, avail);
+        // A block shorter than the tree says is a lying (corrupt or hostile) tree: never serve made-up bytes.
+        if (got.length < avail) throw fsErr(E.EIO, `block ${hash} of inode ${ino} is shorter than its file says`);
         parts.push(got.length < len ? Buffer.concat([got, Buffer.alloc(len - got.length)]) : got);
       }
       pos = blockEnd;
@@ -116,6 +118,7 @@ export class Content {
     const blocks = node.blocks ?? [];
     if (sealed <= SINGLE_BLOCK_MAX) {
       const data = blocks[0] ? await this.blocks.get(blocks[0]) : Buffer.alloc(0);
+      if (data.length !== sealed) throw fsErr(E.EIO, `block ${blocks[0] ?? '-'} of inode ${node.ino} has ${data.length} bytes, its file says ${sealed}`);
       await this.upper.truncate(node.ino, 0);
       if (data.length > 0) await this.upper.write(node.ino, 0, data);
       await this.upper.truncate(node.ino, node.size);
@@ -133,6 +136,8 @@ export class Content {
       if (set.has(i)) continue;
       const hash = blocks[i] as string;
       const data = await this.blocks.get(hash);
+      const want = Math.min(BLOCK_SIZE, sealed - i * BLOCK_SIZE);
+      if (data.length !== want) throw fsErr(E.EIO, `block ${hash} of inode ${node.ino} has ${data.length} bytes, its file says ${want}`);
       await this.upper.write(node.ino, i * BLOCK_SIZE, data);
       set.add(i);
     }

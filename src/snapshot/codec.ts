@@ -16,7 +16,9 @@ import { blockRanges } from '../hash/blake3.js';
 import type { EntryKind, Snapshot, Tree, TreeEntry } from './types.js';
 
 export const TREE_MAGIC = Buffer.from('HFTR', 'latin1');
-export const TREE_VERSION = 1;
+/** Version written when any entry records a link count (v1 has no `nlink` field; both are read). */
+export const TREE_VERSION = 2;
+const TREE_VERSION_V1 = 1;
 export const SNAPSHOT_VERSION = 1;
 
 export const MAX_ENTRIES = 1_000_000;
@@ -72,6 +74,7 @@ export function validateEntry(e: TreeEntry, what = 'tree'): void {
     if (!Number.isInteger(e.link) || e.link < 1 || e.link > U32) bad(`link id ${e.link} out of range`);
     if (e.kind === 'dir') bad('a directory cannot be a hard link');
   }
+  if (e.nlink !== undefined && (!Number.isInteger(e.nlink) || e.nlink < 1 || e.nlink > U32)) bad(`link count ${e.nlink} out of range`);
   const has = { blocks: e.blocks !== undefined, tree: e.tree !== undefined, target: e.target !== undefined, rdev: e.rdev !== undefined };
   const expect = { blocks: e.kind === 'file', tree: e.kind === 'dir', target: e.kind === 'symlink', rdev: e.kind === 'chardev' || e.kind === 'blockdev' };
   for (const k of Object.keys(has) as Array<keyof typeof has>) {
@@ -227,8 +230,9 @@ class Reader {
 export function encodeTree(tree: Tree): Buffer {
   validateTree(tree, 'tree to encode');
   const w = new Writer();
+  const v2 = tree.entries.some((e) => e.nlink !== undefined);
   w.bytes(TREE_MAGIC);
-  w.u8(TREE_VERSION);
+  w.u8(v2 ? TREE_VERSION : TREE_VERSION_V1);
   w.u32(tree.entries.length);
   for (const e of tree.entries) {
     const name = Buffer.from(e.name, 'utf8');
@@ -242,6 +246,7 @@ export function encodeTree(tree: Tree): Buffer {
     w.i64(e.mtimeNs);
     w.i64(e.ctimeNs);
     w.u32(e.link ?? 0);
+    if (v2) w.u32(e.nlink ?? 0);
     switch (e.kind) {
       case 'file':
         for (const h of e.blocks ?? []) w.bytes(Buffer.from(h, 'hex'));
@@ -282,7 +287,7 @@ export function decodeTree(buf: Buffer, hashForErrors?: string): Tree {
   if (buf.length < 4 || !buf.subarray(0, 4).equals(TREE_MAGIC)) throw new FormatError(what, 'not a tree (bad magic)');
   r.bytes(4);
   const version = r.u8();
-  if (version !== TREE_VERSION) throw new FormatError(what, `unsupported tree version ${version} (this homefs reads version ${TREE_VERSION})`);
+  if (version !== TREE_VERSION && version !== TREE_VERSION_V1) throw new FormatError(what, `unsupported tree version ${version} (this homefs reads versions ${TREE_VERSION_V1} and ${TREE_VERSION})`);
   const count = r.u32();
   if (count > MAX_ENTRIES) throw new FormatError(what, `${count} entries, more than ${MAX_ENTRIES}`);
   // Every entry takes at least 44 bytes: reject absurd counts before allocating anything for them.
@@ -302,8 +307,10 @@ export function decodeTree(buf: Buffer, hashForErrors?: string): Tree {
     const mtimeNs = r.i64();
     const ctimeNs = r.i64();
     const link = r.u32();
+    const nlink = version === TREE_VERSION ? r.u32() : 0;
     const e: TreeEntry = { name, kind, mode, uid, gid, size, mtimeNs, ctimeNs };
     if (link !== 0) e.link = link;
+    if (nlink !== 0) e.nlink = nlink;
     switch (kind) {
       case 'file': {
         const n = blockRanges(size).length;

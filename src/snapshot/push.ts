@@ -95,6 +95,8 @@ interface Node {
   blocks?: string[];
   tree?: string;
   link?: number;
+  /** Hard links: how many names of this inode the tree holds (its nlink inside the home). */
+  linkCount?: number;
   /** Deleted between the scan and reading it: not in the snapshot. */
   vanished?: boolean;
 }
@@ -300,7 +302,11 @@ class Pusher {
     if (n.kind === 'dir') e.tree = n.tree;
     if (n.kind === 'symlink') e.target = n.target;
     if (n.kind === 'chardev' || n.kind === 'blockdev') e.rdev = Number(n.st.rdev);
-    if (n.link !== undefined) e.link = n.link;
+    if (n.link !== undefined) {
+      e.link = n.link;
+      if (n.linkCount !== undefined) e.nlink = n.linkCount;
+    }
+    if (n.kind === 'dir') e.nlink = 2 + (n.children ?? []).filter((c) => c.kind === 'dir' && !c.vanished).length;
     return e;
   }
 
@@ -387,6 +393,7 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0 }: 
     if (n.kind === 'dir' || (seen.get(k) ?? 0) < 2) continue;
     if (!linkIds.has(k)) linkIds.set(k, linkIds.size + 1);
     n.link = linkIds.get(k);
+    n.linkCount = seen.get(k);
   }
 
   const byInode = new Map<string, Node[]>();

@@ -59,10 +59,12 @@ export async function seal(d: SealDeps, reason: string): Promise<SealResult | nu
   const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 } };
   const memo = new Map<number, Promise<string[]>>();
   const root = await sealDir(d, ROOT_INO, '', tally, memo);
+  const r = d.journal.get(ROOT_INO);
   const prevStats = d.journal.getMeta<SnapshotStats>('stats');
   const snapshotId = await d.objects.putSnapshot({
     root, parent: base.snapshot, home: `${d.org}/${d.home}`, time: new Date().toISOString(), host: d.host,
     stats: mergeStats(prevStats, tally.stats), reason,
+    ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}),
   });
   const gen = await advanceHead(d.objects.store, d.org, d.home, base.gen, snapshotId);
   d.journal.txn(() => {
@@ -108,7 +110,10 @@ async function entryFor(d: SealDeps, name: string, node: Inode, path: string, t:
   if (node.xattrs && node.xattrs.length > 0) e.xattrs = node.xattrs;
   if (node.kind === 'symlink') e.target = node.target ?? '';
   if (node.kind === 'chardev' || node.kind === 'blockdev') e.rdev = node.rdev ?? 0;
-  if (node.kind === 'dir') e.tree = await sealDir(d, node.ino, path, t, memo);
+  if (node.kind === 'dir') {
+    e.tree = await sealDir(d, node.ino, path, t, memo);
+    e.nlink = Math.max(2, node.nlink);
+  }
   if (node.kind === 'file') {
     t.stats.files++;
     let p = memo.get(node.ino);

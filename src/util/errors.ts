@@ -28,8 +28,9 @@ export class CorruptObjectError extends UserError {
 
 /** HEAD moved since this writer read it: another writer won. Nothing was overwritten. */
 export class HeadConflictError extends UserError {
-  constructor(readonly home: string, readonly expectedGen: number, readonly snapshot: string) {
-    super(`conflict: HEAD of ${home} moved past generation ${expectedGen} while this snapshot was written; snapshot ${snapshot} is kept in the store but HEAD was not changed`);
+  constructor(readonly home: string, readonly expectedGen: number | null, readonly snapshot: string) {
+    const from = expectedGen === null || expectedGen < 0 ? 'its empty state' : `generation ${expectedGen}`;
+    super(`conflict: HEAD of ${home} moved past ${from} while this snapshot was written; snapshot ${snapshot} is kept in the store (under conflicts/) but HEAD was not changed`);
     this.name = 'HeadConflictError';
   }
 }
