@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, openSync, statSync, closeSync, readFileSync } from 'node:fs';
 import { isAbsolute, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
-import pino from 'pino';
+import { createLogger } from '../util/log.js';
 import { defaultStoreUrl, defaults, excludePatterns, storeDisabled } from '../config.js';
 import { MountedHome, type MountConfig } from '../home/home.js';
 import { homePaths } from '../home/paths.js';
@@ -83,7 +83,7 @@ function checkMountpoint(mountpoint: string, cfg: MountConfig): void {
 }
 
 async function runDaemon(cfg: MountConfig, level: string): Promise<void> {
-  const log = pino({ level, base: { org: cfg.org, home: cfg.home } }, process.stdout.isTTY ? pino.destination(2) : pino.destination(1));
+  const log = createLogger({ level, base: { org: cfg.org, home: cfg.home }, stream: process.stdout });
   const { mount } = await import('../fuse/index.js');
   let home: MountedHome;
   try {

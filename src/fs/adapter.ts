@@ -19,6 +19,10 @@ import { attrOf, entryOf, kindOfMode, toNs, type Timeouts } from './attr.js';
 export interface AdapterHooks {
   /** Every request: the home is active. */
   activity(op: string): void;
+  /** Latency of a request answered later (read, write, fsync, loads). */
+  observe(op: string, ms: number): void;
+  /** A request failed with EIO for a reason other than its arguments (store, corruption, bug). */
+  failed(kind: string): void;
   /** fsync of a file: resolves once it is durable as configured (--fsync store|local). */
   fsync(ino: number, datasync: boolean): Promise<void>;
   statfs(): StatFs;
@@ -54,9 +58,11 @@ export class FuseAdapter {
   private fail(req: Req, op: string, e: unknown): void {
     if (e instanceof FsError) return this.s.err(req, e.errno);
     if (e instanceof CorruptObjectError || e instanceof StoreUnavailableError || e instanceof NotFoundError) {
+      this.hooks.failed(e instanceof CorruptObjectError ? 'corrupt' : 'store');
       this.log.error({ op, err: e.message }, 'store error');
       return this.s.err(req, E.EIO);
     }
+    this.hooks.failed(op === 'seal' ? 'seal' : 'fuse');
     this.log.error({ op, err: e instanceof Error ? e.stack : String(e) }, 'request failed');
     this.s.err(req, E.EIO);
   }
@@ -180,13 +186,20 @@ export class FuseAdapter {
       }),
       read: (req, ino, size, offset) => {
         this.hooks.activity('read');
-        this.content.read(ino, offset, size).then((buf) => this.s.buf(req, buf), (e: unknown) => this.fail(req, 'read', e));
+        const t0 = performance.now();
+        this.content.read(ino, offset, size).then((buf) => {
+          this.s.buf(req, buf);
+          this.hooks.observe('read', performance.now() - t0);
+        }, (e: unknown) => this.fail(req, 'read', e));
       },
       write: (req, ino, data, offset) => {
         this.hooks.activity('write');
         if (this.hooks.readOnly) return this.s.err(req, E.EROFS);
-        const copy = Buffer.from(data);
-        this.content.write(ino, offset, copy).then((n) => this.s.write(req, n), (e: unknown) => {
+        const t0 = performance.now();
+        this.content.write(ino, offset, data).then((n) => {
+          this.s.write(req, n);
+          this.hooks.observe('write', performance.now() - t0);
+        }, (e: unknown) => {
           this.fail(req, 'write', e);
           // With the writeback cache the kernel already counted these bytes in st_size: make it ask again.
           setImmediate(() => this.session?.invalInode(ino, -1, 0));
@@ -204,7 +217,11 @@ export class FuseAdapter {
       },
       fsync: (req, ino, datasync) => {
         this.hooks.activity('fsync');
-        this.hooks.fsync(ino, datasync).then(() => this.s.err(req, 0), (e: unknown) => this.fail(req, 'fsync', e));
+        const t0 = performance.now();
+        this.hooks.fsync(ino, datasync).then(() => {
+          this.s.err(req, 0);
+          this.hooks.observe('fsync', performance.now() - t0);
+        }, (e: unknown) => this.fail(req, 'fsync', e));
       },
       opendir: (req, ino) => this.run(req, 'opendir', ino, () => {
         const fh = this.nextFh++;

@@ -23,6 +23,10 @@ import { Excludes } from '../snapshot/excludes.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { seal, type SealResult } from '../snapshot/seal.js';
 import { openStore } from '../store/open.js';
+import { defaultMetrics } from '../metrics/homefs.js';
+import { MeteredStore } from '../metrics/store.js';
+import { pruneHistory } from '../ops/history.js';
+import { defaults } from '../config.js';
 import type { Store } from '../store/store.js';
 import { HeadConflictError, UserError, errorMessage } from '../util/errors.js';
 import { chooseBase } from './base.js';
@@ -94,7 +98,7 @@ export class MountedHome {
     mkdirSync(paths.stateDir, { recursive: true, mode: 0o700 });
     const unlock = acquirePidLock(paths.pidFile, `${cfg.org}/${cfg.home}`);
     try {
-      const store = await openStore(cfg.storeUrl, { write: !cfg.readOnly });
+      const store = new MeteredStore(await openStore(cfg.storeUrl, { write: !cfg.readOnly }), defaultMetrics);
       const objects = new ObjectStore(store, cfg.org);
       const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log });
       await cache.init();
@@ -159,7 +163,12 @@ export class MountedHome {
 
   private mount(mountFn: MountFn): void {
     const adapter = new FuseAdapter(this.view, this.content, this.upper, {
-      activity: () => this.touch(),
+      activity: (op) => {
+        this.touch();
+        defaultMetrics.ops.inc({ op });
+      },
+      observe: (op, ms) => defaultMetrics.opSeconds.observe(ms / 1000, { op }),
+      failed: (kind) => defaultMetrics.errors.inc({ kind }),
       fsync: (ino) => this.fsync(ino),
       statfs: () => this.statfs(),
       readOnly: this.cfg.readOnly,
@@ -186,7 +195,22 @@ export class MountedHome {
     if (this.state === 'parked') this.state = 'active';
   }
 
+  private readonly cacheSeen = { hits: 0, misses: 0, evictions: 0, memoryHits: 0, diskHits: 0 };
+
+  /** Mirrors the cache's cumulative statistics into the metrics registry. */
+  private syncMetrics(): void {
+    const c = this.cache.stats();
+    const m = defaultMetrics;
+    m.cacheHits.inc({ tier: 'memory' }, c.memoryHits - this.cacheSeen.memoryHits);
+    m.cacheHits.inc({ tier: 'disk' }, c.diskHits - this.cacheSeen.diskHits);
+    m.cacheMisses.inc(undefined, c.misses - this.cacheSeen.misses);
+    m.cacheEvictions.inc(undefined, c.evictions - this.cacheSeen.evictions);
+    Object.assign(this.cacheSeen, { hits: c.hits, misses: c.misses, evictions: c.evictions, memoryHits: c.memoryHits, diskHits: c.diskHits });
+    m.cacheBytes.set(c.bytes);
+  }
+
   private tick(): void {
+    this.syncMetrics();
     if (this.state !== 'active' && this.state !== 'parked') return;
     const idle = Date.now() - this.lastActivity;
     if (this.state === 'active' && idle >= this.cfg.parkAfterMs) this.state = 'parked';
@@ -206,8 +230,11 @@ export class MountedHome {
       }, reason);
       this.lastSealAt = Date.now();
       this.lastError = null;
+      defaultMetrics.seals.inc({ reason, result: r ? 'ok' : 'clean' });
+      defaultMetrics.sealSeconds.observe((Date.now() - started) / 1000, { reason });
       if (r) {
         this.seals++;
+        pruneHistory(this.store, this.cfg.org, this.cfg.home, defaults.historyKeep).catch((e: unknown) => this.log.warn({ err: errorMessage(e) }, 'pruning history failed'));
         this.bytesUploaded += r.bytesUploaded;
         this.lastSnapshot = r.snapshot;
         this.log.info({ op: 'seal', reason, snapshot: r.snapshot, gen: r.gen, files: r.filesHashed, bytes: r.bytesUploaded, ms: Date.now() - started }, 'sealed');
@@ -216,6 +243,8 @@ export class MountedHome {
     } catch (e) {
       this.lastSealAt = Date.now();
       this.lastError = errorMessage(e);
+      defaultMetrics.seals.inc({ reason, result: e instanceof HeadConflictError ? 'conflict' : 'error' });
+      defaultMetrics.errors.inc({ kind: 'seal' });
       this.log.error({ op: 'seal', reason, err: this.lastError }, 'seal failed');
       throw e;
     }
