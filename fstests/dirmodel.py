@@ -1,4 +1,4 @@
-"""A randomized directory-tree model tester: random create, write, append, truncate, mkdir, rmdir, unlink,
+"""A randomized directory-tree model tester: random create, write, append, truncate, mkdir, rmdir, unlink, rm -r,
 rename (files and directories, over existing targets, into their own subtree), link, symlink, chmod and
 setxattr, applied to a directory in the mount and to a reference directory on local disk. Every
 operation must succeed or fail identically (same errno) on both; touched directories are compared after
@@ -23,6 +23,7 @@ class Model:
         self.seed = seed
         self.log = []
         self.xattrs = xattrs
+        self.size = 0  # entries at the last full compare
 
     def rand_path(self, want_existing):
         """A random relative path: walk down the reference tree, maybe ending at a new name."""
@@ -58,9 +59,10 @@ class Model:
 
     def step(self):
         r = self.rng
+        # creations outnumber removals; once the tree is big, remove whole subtrees to keep it bounded
         op = r.choices(['create', 'write', 'append', 'truncate', 'mkdir', 'rmdir', 'unlink', 'rename',
-                        'renamedir', 'link', 'symlink', 'chmod', 'xattr'],
-                       [10, 8, 5, 4, 8, 4, 6, 10, 4, 4, 3, 3, 2])[0]
+                        'renamedir', 'link', 'symlink', 'chmod', 'xattr', 'rmtree'],
+                       [10, 8, 5, 4, 8, 4, 6, 10, 4, 4, 3, 3, 2, 8 if self.size > 300 else 0.2])[0]
         data = r.randbytes(r.choice([0, 1, 100, 5000, 70000]))
         mode = r.choice([0o600, 0o644, 0o755, 0o700, 0o444])
         target = r.choice(['a', '../b', 'dir/x.txt', '/tmp/none', 'é'])
@@ -106,6 +108,7 @@ class Model:
             'symlink': lambda p: os.symlink(target, p),
             'chmod': lambda p: os.chmod(p, mode) if not os.path.islink(p) else None,
             'xattr': xa if self.xattrs else (lambda p: None),
+            'rmtree': _rmtree,
         }
         self.log.append(f'{op} {" -> ".join(args)}')
         self.apply(fns[op], *args)
@@ -115,6 +118,7 @@ class Model:
         if rels is None:
             a = treestate.snapshot(self.roots[0])
             b = treestate.snapshot(self.roots[1])
+            self.size = len(b[0])
             d = treestate.diff(a, b)
             if d:
                 raise AssertionError('tree differs: ' + '; '.join(d))
@@ -142,6 +146,20 @@ class Model:
         self.compare()
 
 
+def _rmtree(p):
+    """rm -r: unlink a non-directory, or empty and remove a directory bottom-up (no symlink following)."""
+    if os.path.islink(p) or not os.path.isdir(p):
+        os.unlink(p)
+        return
+    for dirpath, dirnames, filenames in os.walk(p, topdown=False):
+        for n in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            os.unlink(os.path.join(dirpath, n))
+        for d in dirnames:
+            if not os.path.islink(os.path.join(dirpath, d)):
+                os.rmdir(os.path.join(dirpath, d))
+    os.rmdir(p)
+
+
 def _mk(t, name):
     test_root, ref_root = t.p(name), os.path.join(t.scratch, name + '.ref')
     os.mkdir(test_root)
@@ -157,7 +175,7 @@ def _seed(t, k):
 def _(t):
     test_root, ref_root = _mk(t, 'tree')
     m = Model(test_root, ref_root, _seed(t, 1))
-    m.run(4_000 if t.quick else 200_000, full_every=100)
+    m.run(4_000 if t.quick else 200_000, full_every=100 if t.quick else 500)
     t.log(f'seed {m.seed}: {len(m.log)} ops, {len(treestate.snapshot(ref_root)[0])} entries at the end')
 
 
