@@ -9,7 +9,7 @@ import { constants } from 'node:fs';
 import { link, mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { NotFoundError, UserError } from '../util/errors.js';
+import { NotFoundError, StoreUnavailableError, UserError } from '../util/errors.js';
 import { mapLimit } from '../util/concurrency.js';
 import type { ObjectInfo, Store } from './store.js';
 
@@ -72,9 +72,23 @@ export class FileStore implements Store {
   /** Writes a durable temp file next to `dest` and returns its path. */
   private async writeTemp(dest: string, data: Buffer): Promise<string> {
     const dir = dirname(dest);
-    await mkdir(dir, { recursive: true, mode: 0o700 });
     const tmp = join(dir, `.tmp-${randomBytes(8).toString('hex')}`);
-    const fh = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL;
+    let fh;
+    try {
+      fh = await open(tmp, flags, 0o600);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      // Create the key's directories, but never the store root itself: a vanished root (unmounted
+      // disk, moved directory) is an unavailable store, not an empty one to start over in.
+      try {
+        await stat(this.root);
+      } catch {
+        throw new StoreUnavailableError(this.url, 'its directory is gone');
+      }
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      fh = await open(tmp, flags, 0o600);
+    }
     try {
       await fh.writeFile(data);
       await fh.sync();
