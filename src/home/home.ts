@@ -35,6 +35,7 @@ import { Lease } from './lease.js';
 import { homePaths, type HomePaths } from './paths.js';
 import { acquirePidLock } from './pidlock.js';
 import { Sealer } from './sealer.js';
+import { HashPool } from '../hash/pool.js';
 
 export type HomeState = 'waking' | 'active' | 'parked' | 'securing' | 'asleep';
 
@@ -74,6 +75,8 @@ export class MountedHome {
   private statfsCache: StatFs | undefined;
   private readonly sealer: Sealer<SealResult | null>;
   private readonly host = hostname();
+  /** Seals hash blocks on a worker thread so the FUSE loop keeps answering meanwhile. */
+  private readonly hashPool = new HashPool({ threads: 1 });
 
   private constructor(
     readonly cfg: MountConfig,
@@ -227,6 +230,7 @@ export class MountedHome {
       const r = await seal({
         journal: this.journal, content: this.content, upper: this.upper, objects: this.objects,
         excludes: new Excludes(this.cfg.excludes), org: this.cfg.org, home: this.cfg.home, host: this.host, parallelism: 4,
+        hash: (data) => this.hashPool.hash(data),
       }, reason);
       this.lastSealAt = Date.now();
       this.lastError = null;
@@ -253,6 +257,7 @@ export class MountedHome {
   private async fsync(ino: number): Promise<void> {
     if (ino !== 0) await this.content.sync(ino);
     if (this.cfg.fsync === 'store') await this.sealer.request('fsync');
+    else await this.journal.sync();
   }
 
   private statfs(): StatFs {
@@ -364,6 +369,7 @@ export class MountedHome {
     else this.lease?.stop();
     await this.cache.close().catch(() => undefined);
     await this.upper.closeAll();
+    await this.hashPool.close();
     await this.journal.close();
     await this.store.close();
     this.unlock();

@@ -7,6 +7,8 @@
  */
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { mkdirSync } from 'node:fs';
+import { open as open_ } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Inode } from './types.js';
 import { ROOT_INO } from './types.js';
 
@@ -202,6 +204,16 @@ export class Journal {
         }
       }
     });
+  }
+
+  /** Makes every committed transaction durable on disk (the journal itself commits without fsync). */
+  async sync(): Promise<void> {
+    const fh = await open_(join(this.path, 'data.mdb'), 'r');
+    try {
+      await fh.datasync();
+    } finally {
+      await fh.close();
+    }
   }
 
   isEmpty(): boolean {

@@ -361,6 +361,9 @@ export class HomeView {
   setXattr(ino: number, name: string, value: Buffer, flags: number): void {
     const node = this.get(ino);
     if (Buffer.byteLength(name) > 255 || name.length === 0) throw fsErr(E.ERANGE);
+    // POSIX ACLs (system.posix_acl_*) are not supported: accepting them as plain xattrs would make tools
+    // like `cp -a` believe the mode was set through the ACL and skip their chmod.
+    if (name.startsWith('system.')) throw fsErr(E.EOPNOTSUPP);
     if (value.length > 65536) throw fsErr(E.E2BIG);
     const list = [...(node.xattrs ?? [])];
     const at = list.findIndex(([n]) => n === name);
