@@ -272,10 +272,9 @@ export class FuseAdapter {
         const p = mode & 1 ? Promise.resolve() : this.content.allocate(ino, offset, length);
         p.then(() => this.s.err(req, 0), (e: unknown) => this.fail(req, 'fallocate', e));
       },
-      lseek: (req, ino, off, whence) => this.run(req, 'lseek', 0, () => {
-        if (whence !== 3 && whence !== 4) throw new FsError(E.EINVAL);
-        this.s.lseek(req, this.content.seek(ino, off, whence));
-      }),
+      // SEEK_DATA/SEEK_HOLE: ENOSYS makes the kernel answer them itself from its own i_size (whole file is
+      // data), which is right under the writeback cache where the kernel knows the size before we do.
+      lseek: (req) => this.s.err(req, E.ENOSYS),
       copyFileRange: (req, inoIn, offIn, _fhIn, inoOut, offOut, _fhOut, len) => {
         this.hooks.activity('copy_file_range');
         const go = async (): Promise<void> => {

@@ -156,7 +156,19 @@ export class Content {
     return addIndices(node.dirty, Math.floor(from / BLOCK_SIZE), Math.ceil(to / BLOCK_SIZE));
   }
 
+  /**
+   * The times a content change stamps: taken when the request arrives, and dropped if the times were set
+   * meanwhile (under the writeback cache the kernel sends its own mtime in a setattr that can overtake
+   * the write it belongs to; the later, explicit value wins).
+   */
+  private stamp(ino: number): (cur: Inode) => { mtimeNs: bigint; ctimeNs: bigint } {
+    const now = nowNs();
+    const before = this.journal.get(ino)?.mtimeNs;
+    return (cur) => (cur.mtimeNs === before ? { mtimeNs: now, ctimeNs: now } : { mtimeNs: cur.mtimeNs, ctimeNs: cur.ctimeNs });
+  }
+
   write(ino: number, offset: number, data: Buffer): Promise<number> {
+    const times = this.stamp(ino);
     return this.serialize(ino, async () => {
       let node = this.journal.get(ino);
       if (!node) throw fsErr(E.ENOENT);
@@ -166,12 +178,11 @@ export class Content {
       node = await this.makeLocal(node, Math.min(offset, node.size > 0 ? node.size - 1 : 0), Math.min(end, node.sealedSize ?? 0));
       await this.upper.write(ino, offset, data);
       const size = Math.max(node.size, end);
-      const now = nowNs();
       const dirty = this.dirtyAfter(node, Math.min(offset, node.size), end, size);
       const local = node.local === 'all' ? 'all' : addIndices(node.local, Math.floor(Math.min(offset, node.size) / BLOCK_SIZE), Math.ceil(end / BLOCK_SIZE));
       this.usedBytes += size - node.size;
       this.journal.txn(() => {
-        this.journal.update(ino, { size, mtimeNs: now, ctimeNs: now, dirty, local });
+        this.journal.update(ino, { size, ...times(this.journal.get(ino) ?? node), dirty, local });
         this.journal.markDirty(ino);
       });
       this.bump(ino);
@@ -180,13 +191,13 @@ export class Content {
   }
 
   truncate(ino: number, size: number): Promise<Inode> {
+    const times = this.stamp(ino);
     return this.serialize(ino, async () => {
       let node = this.journal.get(ino);
       if (!node) throw fsErr(E.ENOENT);
       if (node.kind !== 'file') throw fsErr(node.kind === 'dir' ? E.EISDIR : E.EINVAL);
       const old = node.size;
-      const now = nowNs();
-      if (size === old) return this.journal.update(ino, { mtimeNs: now, ctimeNs: now });
+      if (size === old) return this.journal.update(ino, times(node));
       this.checkQuota(size - old);
       const low = Math.min(old, size);
       if (size <= SINGLE_BLOCK_MAX) node = await this.makeLocal(node, 0, node.sealedSize ?? 0);
@@ -196,7 +207,7 @@ export class Content {
       const local = node.local === 'all' ? 'all' : addIndices(node.local, Math.floor(low / BLOCK_SIZE), Math.ceil(Math.max(old, size) / BLOCK_SIZE));
       this.usedBytes += size - old;
       const next = this.journal.txn(() => {
-        const n = this.journal.update(ino, { size, mtimeNs: now, ctimeNs: now, dirty, local });
+        const n = this.journal.update(ino, { size, ...times(this.journal.get(ino) ?? node), dirty, local });
         this.journal.markDirty(ino);
         return n;
       });
@@ -228,14 +239,6 @@ export class Content {
   /** Waits for queued content changes of this inode. */
   async settle(ino: number): Promise<void> {
     await this.serialize(ino, async () => undefined);
-  }
-
-  /** SEEK_DATA / SEEK_HOLE: this filesystem reports the whole file as data (holes read as zeros). */
-  seek(ino: number, off: number, whence: number): number {
-    const node = this.journal.get(ino);
-    if (!node) throw fsErr(E.ENOENT);
-    if (off >= node.size) throw fsErr(E.ENXIO);
-    return whence === 3 ? off : node.size;
   }
 
   dropInode(ino: number): void {
