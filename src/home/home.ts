@@ -6,6 +6,7 @@
  * parked, and a parked home with changes is sealed at most once per `idleSealMs`. `sleep` (also SIGTERM,
  * SIGINT and an external umount) seals, unmounts, seals what the unmount flushed, and releases the lease.
  */
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, statfsSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -222,8 +223,23 @@ export class MountedHome {
     }
   }
 
+  /**
+   * Asks the kernel to write back what its writeback cache holds (data, and the mtimes it keeps locally)
+   * by running `sync -f` on the mountpoint in a child process: never from this process, which must stay
+   * free to serve the requests that flush produces.
+   */
+  private flushKernel(): Promise<void> {
+    if (!this.session) return Promise.resolve();
+    return new Promise((resolve) => {
+      const child = spawn('sync', ['-f', this.cfg.mountpoint], { stdio: 'ignore', timeout: 10_000 });
+      child.on('error', () => resolve());
+      child.on('exit', () => resolve());
+    });
+  }
+
   private async sealNow(reason: string): Promise<SealResult | null> {
     if (this.cfg.readOnly) return null;
+    if (reason !== 'fsync') await this.flushKernel();
     if (this.lease?.lost) throw new UserError('this mount lost its lease to another host; its changes stay local and are not sealed');
     const started = Date.now();
     try {
