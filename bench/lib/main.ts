@@ -40,7 +40,7 @@ function machine(): string {
   const fs = version('findmnt', ['-no', 'FSTYPE,SOURCE', '-T', '/tmp']);
   return [
     `- CPU: ${cpu}, ${cpus().length} cores; RAM ${(totalmem() / 2 ** 30).toFixed(0)} GiB; Linux ${release()}; work dir on ${fs}`,
-    `- node ${process.version}; ${version('restic', ['version'])}; bindfs ${version('bindfs', ['--version'])}; ${version('rclone', ['version'])}; ${version('git', ['--version'])}; ${version('tar', ['--version'])}`,
+    `- node ${process.version}; ${version('restic', ['version'])}; ${version('bindfs', ['--version'])}; ${version('rclone', ['version'])}; ${version('git', ['--version'])}; ${version('tar', ['--version'])}`,
   ].join('\n');
 }
 
