@@ -147,16 +147,13 @@ class Model:
 
 
 def _rmtree(p):
-    """rm -r: unlink a non-directory, or empty and remove a directory bottom-up (no symlink following)."""
+    """rm -r without following symlinks, children in sorted order so that a failure part-way leaves the
+    same state on both trees (readdir order differs between filesystems)."""
     if os.path.islink(p) or not os.path.isdir(p):
         os.unlink(p)
         return
-    for dirpath, dirnames, filenames in os.walk(p, topdown=False):
-        for n in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
-            os.unlink(os.path.join(dirpath, n))
-        for d in dirnames:
-            if not os.path.islink(os.path.join(dirpath, d)):
-                os.rmdir(os.path.join(dirpath, d))
+    for name in sorted(os.listdir(p)):
+        _rmtree(os.path.join(p, name))
     os.rmdir(p)
 
 
