@@ -6,7 +6,7 @@
  * (--rounds and --scale override the preset, for trying a scenario out quickly.)
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, release } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Ctx, FULL, QUICK } from './context.js';
@@ -138,6 +138,8 @@ async function main(): Promise<void> {
     }),
   ].join('\n');
   writeBlock(join(docs, 'benchmarks.md'), body);
+  // scratch (stores, repositories, mounts' state) is large; generated inputs stay cached in <work>/inputs
+  rmSync(join(work, 'run'), { recursive: true, force: true });
   process.stdout.write(`\nSummary (${((Date.now() - t0) / 1000).toFixed(0)} s):\n${done.flatMap((d) => d.headlines).map((h) => `  ${h.text}`).join('\n')}\n`);
   if (worst) process.stdout.write(`Worst: ${worst.text}\n`);
   process.stdout.write(`Wrote ${join(docs, 'benchmarks.md')} and ${chartsDir}/*.svg\n`);
