@@ -3,7 +3,7 @@
  * summary, writes docs/benchmarks.md (its bench/run block only) and the charts in docs/bench/.
  *
  *   bench/run [--quick] [--only NAME[,NAME…]] [--work DIR] [--rounds N] [--scale X]
- * (--rounds and --scale override the preset, for trying a scenario out quickly.)
+ * (--rounds and --scale override the preset; a run with --scale is a try-out and writes no docs.)
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -67,6 +67,7 @@ async function main(): Promise<void> {
   if (process.getuid?.() !== 0) usage('must run as root (drop_caches, fusectl abort, mounts)');
 
   const repo = resolve(import.meta.dirname, '../../..');
+  const tryout = scale !== undefined; // a smaller home than the preset: never published
   const sizes = { ...(quick ? QUICK : FULL), ...(rounds ? { rounds } : {}), ...(scale ? { scale } : {}) };
   mkdirSync(work, { recursive: true });
   const ctx = new Ctx(repo, work, quick, sizes);
@@ -96,6 +97,7 @@ async function main(): Promise<void> {
     unmountAll();
     sec.notes.push(`Scenario wall time ${((Date.now() - ts) / 1000).toFixed(0)} s.`);
     for (const c of sec.charts) {
+      if (tryout) continue;
       const svg = join(chartsDir, c.file);
       writeFileSync(svg, barChartSvg(c));
       try {
@@ -109,7 +111,7 @@ async function main(): Promise<void> {
     const key = quick ? sec.name : `${sec.name}@full`;
     if (!quick) sec.title = `${sec.title} — full sizes`;
     stored[key] = { command, date, md: sectionMd(sec), headlines: sec.headlines.map((h) => (quick ? h : { ...h, text: `[full] ${h.text}` })) };
-    writeFileSync(resultsPath, `${JSON.stringify(stored, null, 1)}\n`);
+    if (!tryout) writeFileSync(resultsPath, `${JSON.stringify(stored, null, 1)}\n`);
     for (const t of sec.tables) process.stdout.write(`\n${tableText(t)}\n`);
   }
   const keys = SCENARIOS.flatMap((s) => [s.name, `${s.name}@full`]).filter((k) => stored[k]);
@@ -137,12 +139,17 @@ async function main(): Promise<void> {
       return [x.md.replace(/^(### .*\n\n)/, `$1${stale}`)];
     }),
   ].join('\n');
-  writeBlock(join(docs, 'benchmarks.md'), body);
+  if (tryout) process.stdout.write('\n--scale given: a try-out, docs/benchmarks.md and docs/bench/results.json left alone\n');
+  else writeBlock(join(docs, 'benchmarks.md'), body);
   // scratch (stores, repositories, mounts' state) is large; generated inputs stay cached in <work>/inputs
-  rmSync(join(work, 'run'), { recursive: true, force: true });
+  // (never while anything is still mounted under it: rm would walk into, or hang on, the mount)
+  const runDir = `${join(work, 'run')}/`;
+  if (!readFileSync('/proc/self/mountinfo', 'utf8').split('\n').some((l) => (l.split(' ')[4] ?? '').startsWith(runDir))) {
+    rmSync(join(work, 'run'), { recursive: true, force: true });
+  }
   process.stdout.write(`\nSummary (${((Date.now() - t0) / 1000).toFixed(0)} s):\n${done.flatMap((d) => d.headlines).map((h) => `  ${h.text}`).join('\n')}\n`);
   if (worst) process.stdout.write(`Worst: ${worst.text}\n`);
-  process.stdout.write(`Wrote ${join(docs, 'benchmarks.md')} and ${chartsDir}/*.svg\n`);
+  if (!tryout) process.stdout.write(`Wrote ${join(docs, 'benchmarks.md')} and ${chartsDir}/*.svg\n`);
 }
 
 main().catch((e: unknown) => {
