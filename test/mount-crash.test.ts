@@ -84,3 +84,19 @@ test('--takeover fences the old holder: its later seals cannot advance HEAD', as
     await h3.cleanup();
   }
 });
+
+test('moving A → B → A: the stale state directory on A is replaced by HEAD and takes writes again', async () => {
+  const h4 = new TestHome('acme', 'move');
+  try {
+    for (const [i, host] of ['A', 'B', 'A'].entries()) {
+      const mnt = await h4.mount({ host, mnt: h4.mountpoint(`m${i}`) });
+      await shOk(`mkdir -p ${mnt}/visit${i} && head -c 65536 /dev/urandom > ${mnt}/visit${i}/f && ls ${mnt}`);
+      await h4.sleep(mnt);
+    }
+    const check = await h4.mount({ host: 'C', mnt: h4.mountpoint('check') });
+    assert.equal((await shOk(`ls ${check}`)).trim().split('\n').join(' '), 'visit0 visit1 visit2');
+    await h4.sleep(check);
+  } finally {
+    await h4.cleanup();
+  }
+});

@@ -6,7 +6,7 @@
  * later seal of the old holder loses the HEAD race.
  */
 import type { Logger } from 'pino';
-import { rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { Journal } from '../inodes/journal.js';
 import { advanceHead, readHead, type HeadRecord } from '../snapshot/heads.js';
 import type { ObjectStore } from '../snapshot/objects.js';
@@ -49,6 +49,7 @@ export async function chooseBase(
     await journal.close();
     rmSync(paths.journal, { recursive: true, force: true });
     rmSync(paths.upper, { recursive: true, force: true });
+    mkdirSync(paths.upper, { recursive: true, mode: 0o700 });
     journal = new Journal(paths.journal);
     replaced = true;
   }

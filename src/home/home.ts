@@ -68,6 +68,7 @@ export class MountedHome {
   private lastSnapshot: string | null = null;
   private lastError: string | null = null;
   private seals = 0;
+  private lastPrune = 0;
   private bytesUploaded = 0;
   private timer: NodeJS.Timeout | undefined;
   private control: Server | undefined;
@@ -254,7 +255,10 @@ export class MountedHome {
       defaultMetrics.sealSeconds.observe((Date.now() - started) / 1000, { reason });
       if (r) {
         this.seals++;
-        pruneHistory(this.store, this.cfg.org, this.cfg.home, defaults.historyKeep).catch((e: unknown) => this.log.warn({ err: errorMessage(e) }, 'pruning history failed'));
+        if (Date.now() - this.lastPrune > 60_000) {
+          this.lastPrune = Date.now();
+          pruneHistory(this.store, this.cfg.org, this.cfg.home, defaults.historyKeep).catch((e: unknown) => this.log.warn({ err: errorMessage(e) }, 'pruning history failed'));
+        }
         this.bytesUploaded += r.bytesUploaded;
         this.lastSnapshot = r.snapshot;
         this.log.info({ op: 'seal', reason, snapshot: r.snapshot, gen: r.gen, files: r.filesHashed, bytes: r.bytesUploaded, ms: Date.now() - started }, 'sealed');

@@ -15,6 +15,9 @@ import { validateName } from '../util/names.js';
 import { decodeSnapshot, decodeTree, encodeSnapshot, encodeTree } from './codec.js';
 import type { Snapshot, Tree } from './types.js';
 
+/** Objects up to this size are written without an existence check (a HEAD costs what a small PUT does). */
+export const SMALL_OBJECT = 64 * 1024;
+
 export class ObjectStore {
   constructor(readonly store: Store, readonly org: string) {
     validateName('org', org);
@@ -50,7 +53,8 @@ export class ObjectStore {
   private async putMeta(data: Buffer): Promise<string> {
     const hash = hashBuffer(data);
     const key = metaKey(this.org, hash);
-    if (!(await this.store.has([key])).has(key)) await this.store.put(key, data);
+    // A small object is cheaper to write again (idempotent) than to ask about first: one round trip.
+    if (data.length <= SMALL_OBJECT || !(await this.store.has([key])).has(key)) await this.store.put(key, data);
     return hash;
   }
 

@@ -15,7 +15,7 @@ import type { UpperFiles } from '../inodes/upper.js';
 import { mapLimit } from '../util/concurrency.js';
 import type { Excludes } from './excludes.js';
 import { advanceHead } from './heads.js';
-import type { ObjectStore } from './objects.js';
+import { SMALL_OBJECT, type ObjectStore } from './objects.js';
 import type { SnapshotStats, TreeEntry } from './types.js';
 
 export interface SealDeps {
@@ -161,8 +161,9 @@ function sealFile(d: SealDeps, ino: number, t: Tally): Promise<string[]> {
       if (d.hash) ({ hash, data } = await d.hash(data));
       else hash = hashBuffer(data);
       t.bytesHashed += len;
-      const missing = await d.objects.missingBlocks([hash]);
-      if (missing.size > 0) {
+      // Small blocks are written again rather than asked about (one round trip instead of two).
+      const upload = data.length <= SMALL_OBJECT || (await d.objects.missingBlocks([hash])).size > 0;
+      if (upload) {
         await d.objects.putBlock(hash, data);
         t.blocksNew++;
         t.bytesUploaded += len;

@@ -133,7 +133,10 @@ mon warn on pool no redundancy = false
 # rgw's pools are created with a default of 8 PGs above; keep memory small
 osd memory target = 939524096
 osd objectstore = memstore
-memstore device bytes = 4294967296
+# RAM-backed and allocated lazily: room for a whole test suite (a full OSD refuses every write)
+memstore device bytes = 12884901888
+mon data avail warn = 2
+mon data avail crit = 1
 # threads: the CI machine has 2 cores
 osd op num shards = 1
 osd op num threads per shard = 2
