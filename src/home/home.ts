@@ -114,7 +114,7 @@ export class MountedHome {
       };
       const upper = new UpperFiles(paths.upper);
       const excludes = new Excludes(cfg.excludes);
-      const contentOpts = { readaheadBlocks: 4, quotaBytes: cfg.quotaBytes };
+      const contentOpts = { readaheadBlocks: 4, quotaBytes: cfg.quotaBytes, kernelOwnsTimes: !cfg.readOnly };
       const lease = cfg.readOnly ? undefined : await MountedHome.claimLease(cfg, store, paths, log);
       const fence = lease !== undefined && cfg.takeover;
       const choice = await chooseBase(objects, cfg.org, cfg.home, paths, fence, log, async (stale) => {

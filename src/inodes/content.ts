@@ -24,6 +24,11 @@ export interface ContentOptions {
   readaheadBlocks: number;
   /** Refuse to grow the home past this many bytes (ENOSPC); 0 = unlimited. */
   quotaBytes: number;
+  /**
+   * Under the writeback cache the kernel keeps mtime/ctime of written files itself and sends them in a
+   * setattr when it writes the inode back (close, fsync, syncfs): content changes then leave times alone.
+   */
+  kernelOwnsTimes?: boolean;
 }
 
 function addIndices(cur: 'all' | number[] | undefined, from: number, to: number): 'all' | number[] {
@@ -162,6 +167,7 @@ export class Content {
    * the write it belongs to; the later, explicit value wins).
    */
   private stamp(ino: number): (cur: Inode) => { mtimeNs: bigint; ctimeNs: bigint } {
+    if (this.opts.kernelOwnsTimes) return (cur) => ({ mtimeNs: cur.mtimeNs, ctimeNs: cur.ctimeNs });
     const now = nowNs();
     const before = this.journal.get(ino)?.mtimeNs;
     return (cur) => (cur.mtimeNs === before ? { mtimeNs: now, ctimeNs: now } : { mtimeNs: cur.mtimeNs, ctimeNs: cur.ctimeNs });
