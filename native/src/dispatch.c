@@ -81,7 +81,32 @@ static void call(hf_session *s, enum hf_op op, fuse_req_t req, size_t argc, napi
   napi_open_handle_scope(env, &hs); napi_value a[n]
 #define END(op, n) call(s, op, req, n, a); napi_close_handle_scope(env, hs)
 
+/* Names and symlink targets cross into JS as UTF-8 strings; bytes that are not valid UTF-8 would be
+ * replaced silently (a file renamed behind the user's back). Such a name cannot exist here, and one that
+ * would be created is refused with EILSEQ instead. */
+static int utf8_ok(const char *p) {
+  const unsigned char *s = (const unsigned char *)p;
+  while (*s) {
+    unsigned c = *s, n;
+    uint32_t cp;
+    if (c < 0x80) { s++; continue; }
+    if (c >= 0xc2 && c <= 0xdf) { n = 1; cp = c & 0x1f; }
+    else if (c >= 0xe0 && c <= 0xef) { n = 2; cp = c & 0x0f; }
+    else if (c >= 0xf0 && c <= 0xf4) { n = 3; cp = c & 0x07; }
+    else return 0;
+    for (unsigned i = 1; i <= n; i++) {
+      if ((s[i] & 0xc0) != 0x80) return 0;
+      cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff))) return 0;
+    s += n + 1;
+  }
+  return 1;
+}
+#define NAME_OK(nm, err) do { if (!utf8_ok(nm)) { fuse_reply_err(req, err); return; } } while (0)
+
 static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
+  NAME_OK(name, ENOENT);
   BEGIN(3); a[1] = u64(env, parent); a[2] = str(env, name); END(OP_LOOKUP, 3);
 }
 
@@ -135,27 +160,36 @@ static void ll_readlink(fuse_req_t req, fuse_ino_t ino) {
   BEGIN(2); a[1] = u64(env, ino); END(OP_READLINK, 2);
 }
 static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev) {
+  NAME_OK(name, EILSEQ);
   BEGIN(5); a[1] = u64(env, parent); a[2] = str(env, name); a[3] = num(env, mode); a[4] = num(env, (double)rdev);
   END(OP_MKNOD, 5);
 }
 static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode) {
+  NAME_OK(name, EILSEQ);
   BEGIN(4); a[1] = u64(env, parent); a[2] = str(env, name); a[3] = num(env, mode); END(OP_MKDIR, 4);
 }
 static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
+  NAME_OK(name, ENOENT);
   BEGIN(3); a[1] = u64(env, parent); a[2] = str(env, name); END(OP_UNLINK, 3);
 }
 static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
+  NAME_OK(name, ENOENT);
   BEGIN(3); a[1] = u64(env, parent); a[2] = str(env, name); END(OP_RMDIR, 3);
 }
 static void ll_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name) {
+  NAME_OK(name, EILSEQ);
+  NAME_OK(link, EILSEQ);
   BEGIN(4); a[1] = str(env, link); a[2] = u64(env, parent); a[3] = str(env, name); END(OP_SYMLINK, 4);
 }
 static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
                       const char *newname, unsigned int flags) {
+  NAME_OK(name, ENOENT);
+  NAME_OK(newname, EILSEQ);
   BEGIN(6); a[1] = u64(env, parent); a[2] = str(env, name); a[3] = u64(env, newparent);
   a[4] = str(env, newname); a[5] = num(env, flags); END(OP_RENAME, 6);
 }
 static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname) {
+  NAME_OK(newname, EILSEQ);
   BEGIN(4); a[1] = u64(env, ino); a[2] = u64(env, newparent); a[3] = str(env, newname); END(OP_LINK, 4);
 }
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
@@ -218,6 +252,7 @@ static void ll_access(fuse_req_t req, fuse_ino_t ino, int mask) {
 }
 static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                       struct fuse_file_info *fi) {
+  NAME_OK(name, EILSEQ);
   BEGIN(5); a[1] = u64(env, parent); a[2] = str(env, name); a[3] = num(env, mode); a[4] = num(env, fi->flags);
   END(OP_CREATE, 5);
 }

@@ -207,6 +207,12 @@ export class BlockCache {
     this.pumpPrefetch();
   }
 
+  /** The object's length if it is in memory or on disk as far as this daemon knows (no I/O). */
+  size(kind: ObjectKind, hash: string): number | undefined {
+    const k = cacheKey(kind, hash);
+    return this.memory?.get(k)?.length ?? this.writing.get(k)?.data.length ?? this.index.get(k)?.size;
+  }
+
   /** In memory or on disk as far as this daemon knows, without any I/O. */
   has(kind: ObjectKind, hash: string): boolean {
     const k = cacheKey(kind, hash);

@@ -111,6 +111,7 @@ export class MountedHome {
         read: (h: string, off: number, len: number) => cache.read(h, off, len),
         get: (h: string) => cache.get('block', h),
         prefetch: (hs: string[]) => cache.prefetch('block', hs),
+        size: (h: string) => cache.size('block', h),
       };
       const upper = new UpperFiles(paths.upper);
       const excludes = new Excludes(cfg.excludes);

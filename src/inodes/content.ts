@@ -17,6 +17,8 @@ export interface BlockReader {
   get(hash: string): Promise<Buffer>;
   /** Hint: these blocks will probably be read soon. */
   prefetch(hashes: string[]): void;
+  /** The block's length when known locally (after any read of it), for checking it against its file. */
+  size(hash: string): number | undefined;
 }
 
 export interface ContentOptions {
@@ -93,7 +95,9 @@ export class Content {
         const avail = Math.min(len, sealed - pos);
         const got = await this.blocks.read(hash, pos - idx * stride, avail);
         // A block shorter than the tree says is a lying (corrupt or hostile) tree: never serve made-up bytes.
-        if (got.length < avail) throw fsErr(E.EIO, `block ${hash} of inode ${ino} is shorter than its file says`);
+        const want = Math.min(stride, sealed - idx * stride);
+        const have = this.blocks.size(hash);
+        if (got.length < avail || (have !== undefined && have !== want)) throw fsErr(E.EIO, `block ${hash} of inode ${ino} has ${have ?? got.length} bytes, its file says ${want}`);
         parts.push(got.length < len ? Buffer.concat([got, Buffer.alloc(len - got.length)]) : got);
       }
       pos = blockEnd;
