@@ -2,8 +2,9 @@
  * bench/run's entry point: parses the options, runs the scenarios (all, or --only NAME[,NAME]), prints the
  * summary, writes docs/benchmarks.md (its bench/run block only) and the charts in docs/bench/.
  *
- *   bench/run [--quick] [--only NAME[,NAME…]] [--work DIR] [--rounds N] [--scale X]
- * (--rounds and --scale override the preset; a run with --scale is a try-out and writes no docs.)
+ *   bench/run [--quick] [--only NAME[,NAME…]] [--work DIR] [--rounds N] [--scale X] [--note TEXT]
+ * (--rounds and --scale override the preset; a run with --scale is a try-out and writes no docs; --note adds
+ * TEXT, e.g. what else was running, to the notes of every scenario this run measures.)
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,7 +24,7 @@ interface Stored {
 }
 
 function usage(msg: string): never {
-  process.stderr.write(`bench/run: ${msg}\nusage: bench/run [--quick] [--only ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--work DIR] [--rounds N] [--scale X]\n`);
+  process.stderr.write(`bench/run: ${msg}\nusage: bench/run [--quick] [--only ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--work DIR] [--rounds N] [--scale X] [--note TEXT]\n`);
   process.exit(2);
 }
 
@@ -51,6 +52,7 @@ async function main(): Promise<void> {
   let work = '/var/tmp/homefs-bench';
   let rounds: number | undefined;
   let scale: number | undefined;
+  let note: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') quick = true;
@@ -58,6 +60,7 @@ async function main(): Promise<void> {
     else if (a === '--work') work = resolve(argv[++i] ?? usage('--work needs a directory'));
     else if (a === '--rounds') rounds = Number(argv[++i]);
     else if (a === '--scale') scale = Number(argv[++i]);
+    else if (a === '--note') note = argv[++i] ?? usage('--note needs a text');
     else usage(`unknown option '${a}'`);
   }
   if (rounds !== undefined && !(Number.isInteger(rounds) && rounds > 0)) usage('--rounds must be a positive integer');
@@ -72,7 +75,7 @@ async function main(): Promise<void> {
   mkdirSync(work, { recursive: true });
   const ctx = new Ctx(repo, work, quick, sizes);
   installCleanup();
-  const command = `bench/run ${argv.join(' ')}`.trim();
+  const command = `bench/run ${argv.filter((x, i) => x !== '--note' && argv[i - 1] !== '--note').join(' ')}`.trim(); // the note goes in the notes
   const date = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   const docs = join(repo, 'docs');
   const chartsDir = join(docs, 'bench');
@@ -86,6 +89,7 @@ async function main(): Promise<void> {
   for (const sc of todo) {
     ctx.log(`== ${sc.title}`);
     const ts = Date.now();
+    const load0 = loadavg()[0] ?? NaN;
     let sec: Section;
     try {
       sec = await sc.run(ctx);
@@ -95,7 +99,8 @@ async function main(): Promise<void> {
       sec = { name: sc.name, title: sc.title, intro: `**This scenario failed in this run:** ${why}`, tables: [], charts: [], headlines: [], notes: [] };
     }
     unmountAll();
-    sec.notes.push(`Scenario wall time ${((Date.now() - ts) / 1000).toFixed(0)} s.`);
+    sec.notes.push(`Scenario wall time ${((Date.now() - ts) / 1000).toFixed(0)} s; load average (1 min) ${load0.toFixed(1)} at its start, ${(loadavg()[0] ?? NaN).toFixed(1)} at its end, on ${cpus().length} cores.`);
+    if (note) sec.notes.push(`Note for this run: ${note}`);
     for (const c of sec.charts) {
       if (tryout) continue;
       const svg = join(chartsDir, c.file);

@@ -77,6 +77,12 @@ export async function homefsSleep(mnt: string): Promise<number> {
   }
 }
 
+/** `homefs locality <ref> --cache-dir <cache>`: how much of HEAD's data this host's block cache already holds. */
+export async function homefsLocality(ref: string, store: string, cache: string): Promise<{ bytes: number; bytesCached: number; ratio: number }> {
+  const r = await run(HOMEFS_BIN, ['locality', ref, '--store', `file://${resolve(store)}`, '--cache-dir', cache, '--json'], { timeoutMs: 120_000 });
+  return JSON.parse(r.stdout) as { bytes: number; bytesCached: number; ratio: number };
+}
+
 /** `homefs push <dir> <ref>`, returning the push's JSON summary, wall time and peak RSS. */
 export async function homefsPush(dir: string, ref: string, store: string): Promise<{ r: RunResult; json: Record<string, number> }> {
   const r = await run(HOMEFS_BIN, ['push', dir, ref, '--store', `file://${resolve(store)}`, '--json'], { rss: true, timeoutMs: 3_600_000 });
