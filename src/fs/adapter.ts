@@ -13,6 +13,7 @@ import { E, FsError, nowNs } from '../inodes/errors.js';
 import type { Inode } from '../inodes/types.js';
 import type { UpperFiles } from '../inodes/upper.js';
 import { NeedsLoad, type HomeView } from '../inodes/view.js';
+import { Xattrs } from '../inodes/xattrs.js';
 import { CorruptObjectError, NotFoundError, StoreUnavailableError } from '../util/errors.js';
 import { attrOf, entryOf, kindOfMode, toNs, type Timeouts } from './attr.js';
 
@@ -39,6 +40,7 @@ export class FuseAdapter {
   private readonly files = new Map<number, number>();
   private readonly dirs = new Map<number, DirHandle>();
   session: Session | undefined;
+  private readonly xattrs: Xattrs;
 
   constructor(
     private readonly view: HomeView,
@@ -47,7 +49,9 @@ export class FuseAdapter {
     private readonly hooks: AdapterHooks,
     private readonly log: Logger,
     private readonly t: Timeouts = { attr: 5, entry: 5, negative: 1 },
-  ) {}
+  ) {
+    this.xattrs = new Xattrs(view.journal);
+  }
 
   private get s(): Session {
     if (!this.session) throw new Error('FUSE session not attached');
@@ -240,18 +244,18 @@ export class FuseAdapter {
       statfs: (req) => this.s.statfs(req, this.hooks.statfs()),
       setxattr: (req, ino, name, value, flags) => this.run(req, 'setxattr', 0, () => {
         this.writable();
-        this.view.setXattr(ino, name, value, flags);
+        this.xattrs.set(ino, name, value, flags);
         this.s.err(req, 0);
       }),
       getxattr: (req, ino, name, size) => this.run(req, 'getxattr', 0, () => {
-        const v = this.view.getXattr(ino, name);
+        const v = this.xattrs.get(ino, name);
         if (!v) throw new FsError(E.ENODATA);
         if (size === 0) this.s.xattrSize(req, v.length);
         else if (size < v.length) throw new FsError(E.ERANGE);
         else this.s.buf(req, v);
       }),
       listxattr: (req, ino, size) => this.run(req, 'listxattr', 0, () => {
-        const names = this.view.listXattrs(ino);
+        const names = this.xattrs.list(ino);
         const buf = Buffer.from(names.map((n) => `${n}\0`).join(''));
         if (size === 0) this.s.xattrSize(req, buf.length);
         else if (size < buf.length) throw new FsError(E.ERANGE);
@@ -259,7 +263,7 @@ export class FuseAdapter {
       }),
       removexattr: (req, ino, name) => this.run(req, 'removexattr', 0, () => {
         this.writable();
-        this.view.removeXattr(ino, name);
+        this.xattrs.remove(ino, name);
         this.s.err(req, 0);
       }),
       access: (req, ino) => this.run(req, 'access', 0, () => {

@@ -8,13 +8,13 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, statfsSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Server } from 'node:net';
 import type { Logger } from 'pino';
 import { BlockCache } from '../cache/blockcache.js';
 import { FuseAdapter } from '../fs/adapter.js';
-import type { Session, StatFs } from '../fuse/types.js';
+import type { Session } from '../fuse/types.js';
 import { Content } from '../inodes/content.js';
 import type { Journal } from '../inodes/journal.js';
 import { UpperFiles } from '../inodes/upper.js';
@@ -36,6 +36,7 @@ import { Lease } from './lease.js';
 import { homePaths, type HomePaths } from './paths.js';
 import { acquirePidLock } from './pidlock.js';
 import { Sealer } from './sealer.js';
+import { CacheMetricsMirror, Capacity, homeStatus } from './report.js';
 import { HashPool } from '../hash/pool.js';
 
 export type HomeState = 'waking' | 'active' | 'parked' | 'securing' | 'asleep';
@@ -74,7 +75,8 @@ export class MountedHome {
   private control: Server | undefined;
   private session: Session | undefined;
   private sleeping: Promise<SealResult | null> | undefined;
-  private statfsCache: StatFs | undefined;
+  private readonly capacity: Capacity;
+  private readonly cacheMetrics: CacheMetricsMirror;
   private readonly sealer: Sealer<SealResult | null>;
   private readonly host = hostname();
   /** Seals hash blocks on a worker thread so the FUSE loop keeps answering meanwhile. */
@@ -95,6 +97,8 @@ export class MountedHome {
     private readonly unlock: () => void,
   ) {
     this.sealer = new Sealer((reason) => this.sealNow(reason));
+    this.capacity = new Capacity(paths.stateDir, cfg.quotaBytes, () => content.usedBytes);
+    this.cacheMetrics = new CacheMetricsMirror(cache, defaultMetrics);
     this.lastSnapshot = journal.base().snapshot;
   }
 
@@ -176,7 +180,7 @@ export class MountedHome {
       observe: (op, ms) => defaultMetrics.opSeconds.observe(ms / 1000, { op }),
       failed: (kind) => defaultMetrics.errors.inc({ kind }),
       fsync: (ino) => this.fsync(ino),
-      statfs: () => this.statfs(),
+      statfs: () => this.capacity.statfs(),
       readOnly: this.cfg.readOnly,
     }, this.log);
     this.session = mountFn(this.cfg.mountpoint, adapter.ops(), {
@@ -201,22 +205,8 @@ export class MountedHome {
     if (this.state === 'parked') this.state = 'active';
   }
 
-  private readonly cacheSeen = { hits: 0, misses: 0, evictions: 0, memoryHits: 0, diskHits: 0 };
-
-  /** Mirrors the cache's cumulative statistics into the metrics registry. */
-  private syncMetrics(): void {
-    const c = this.cache.stats();
-    const m = defaultMetrics;
-    m.cacheHits.inc({ tier: 'memory' }, c.memoryHits - this.cacheSeen.memoryHits);
-    m.cacheHits.inc({ tier: 'disk' }, c.diskHits - this.cacheSeen.diskHits);
-    m.cacheMisses.inc(undefined, c.misses - this.cacheSeen.misses);
-    m.cacheEvictions.inc(undefined, c.evictions - this.cacheSeen.evictions);
-    Object.assign(this.cacheSeen, { hits: c.hits, misses: c.misses, evictions: c.evictions, memoryHits: c.memoryHits, diskHits: c.diskHits });
-    m.cacheBytes.set(c.bytes);
-  }
-
   private tick(): void {
-    this.syncMetrics();
+    this.cacheMetrics.sync();
     if (this.state !== 'active' && this.state !== 'parked') return;
     const idle = Date.now() - this.lastActivity;
     if (this.state === 'active' && idle >= this.cfg.parkAfterMs) this.state = 'parked';
@@ -281,24 +271,6 @@ export class MountedHome {
     else await this.journal.sync();
   }
 
-  private statfs(): StatFs {
-    if (!this.statfsCache || Math.random() < 0.01) {
-      try {
-        const s = statfsSync(this.paths.stateDir);
-        this.statfsCache = { bsize: 4096, frsize: 4096, blocks: Number(s.blocks) * Number(s.bsize) / 4096, bfree: Number(s.bfree) * Number(s.bsize) / 4096, bavail: Number(s.bavail) * Number(s.bsize) / 4096, files: 1e9, ffree: 1e9, favail: 1e9, namemax: 255 };
-      } catch {
-        this.statfsCache = { bsize: 4096, frsize: 4096, blocks: 1 << 30, bfree: 1 << 29, bavail: 1 << 29, files: 1e9, ffree: 1e9, favail: 1e9, namemax: 255 };
-      }
-    }
-    const s = { ...this.statfsCache };
-    if (this.cfg.quotaBytes > 0) {
-      s.blocks = Math.floor(this.cfg.quotaBytes / 4096);
-      s.bfree = s.bavail = Math.max(0, Math.floor((this.cfg.quotaBytes - this.content.usedBytes) / 4096));
-    }
-    for (const k of ['blocks', 'bfree', 'bavail'] as const) s[k] = Math.floor(s[k]);
-    return s;
-  }
-
   private async handle(req: ControlRequest): Promise<ControlReply> {
     switch (req.op) {
       case 'status':
@@ -323,25 +295,11 @@ export class MountedHome {
   }
 
   status(): Record<string, unknown> {
-    let dirtyBytes = 0;
-    let dirtyFiles = 0;
-    for (const [ino] of this.journal.dirtyInodes()) {
-      const n = this.journal.get(ino);
-      if (n && n.kind === 'file') {
-        dirtyFiles++;
-        dirtyBytes += n.size;
-      }
-    }
-    const c = this.cache.stats();
-    const base = this.journal.base();
-    return {
-      state: this.state, org: this.cfg.org, home: this.cfg.home, mountpoint: this.cfg.mountpoint, pid: process.pid,
-      store: this.store.url, head: base.snapshot, gen: base.gen, dirtyFiles, dirtyInodes: this.journal.dirtyCount, dirtyBytes,
-      lastSealAt: this.lastSealAt ? new Date(this.lastSealAt).toISOString() : null, lastSnapshot: this.lastSnapshot,
-      lastError: this.lastError, seals: this.seals, bytesUploaded: this.bytesUploaded,
-      cacheBytes: c.bytes, cacheHits: c.hits, cacheMisses: c.misses, hitRatio: c.hits + c.misses > 0 ? c.hits / (c.hits + c.misses) : null,
-      bytesFetched: c.bytesFetched, fsync: this.cfg.fsync, readOnly: this.cfg.readOnly,
-    };
+    return homeStatus({
+      state: this.state, cfg: this.cfg, journal: this.journal, cache: this.cache, storeUrl: this.store.url,
+      lastSealAt: this.lastSealAt, lastSnapshot: this.lastSnapshot, lastError: this.lastError, seals: this.seals,
+      bytesUploaded: this.bytesUploaded,
+    });
   }
 
   /** Final seal and unmount; resolves once the last snapshot is committed. Idempotent. */

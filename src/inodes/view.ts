@@ -347,48 +347,6 @@ export class HomeView {
       return next;
     });
   }
-
-  // ---- xattrs --------------------------------------------------------------------------------------
-
-  getXattr(ino: number, name: string): Buffer | undefined {
-    return this.get(ino).xattrs?.find(([n]) => n === name)?.[1];
-  }
-
-  listXattrs(ino: number): string[] {
-    return (this.get(ino).xattrs ?? []).map(([n]) => n);
-  }
-
-  setXattr(ino: number, name: string, value: Buffer, flags: number): void {
-    const node = this.get(ino);
-    if (Buffer.byteLength(name) > 255 || name.length === 0) throw fsErr(E.ERANGE);
-    // POSIX ACLs (system.posix_acl_*) are not supported: accepting them as plain xattrs would make tools
-    // like `cp -a` believe the mode was set through the ACL and skip their chmod.
-    if (name.startsWith('system.')) throw fsErr(E.EOPNOTSUPP);
-    if (value.length > 65536) throw fsErr(E.E2BIG);
-    const list = [...(node.xattrs ?? [])];
-    const at = list.findIndex(([n]) => n === name);
-    if (flags & 1 && at >= 0) throw fsErr(E.EEXIST);
-    if (flags & 2 && at < 0) throw fsErr(E.ENODATA);
-    if (at < 0 && list.length >= 1024) throw fsErr(E.ENOSPC);
-    const copy = Buffer.from(value);
-    if (at >= 0) list[at] = [name, copy];
-    else list.push([name, copy]);
-    list.sort((a, b) => (a[0] < b[0] ? -1 : 1));
-    this.journal.txn(() => {
-      this.journal.update(ino, { xattrs: list, ctimeNs: nowNs() });
-      this.journal.markDirty(ino);
-    });
-  }
-
-  removeXattr(ino: number, name: string): void {
-    const node = this.get(ino);
-    const list = (node.xattrs ?? []).filter(([n]) => n !== name);
-    if (list.length === (node.xattrs ?? []).length) throw fsErr(E.ENODATA);
-    this.journal.txn(() => {
-      this.journal.update(ino, { xattrs: list, ctimeNs: nowNs() });
-      this.journal.markDirty(ino);
-    });
-  }
 }
 
 /** Thrown when an operation needs a directory that is not loaded yet: await ensureLoaded and retry. */

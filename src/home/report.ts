@@ -1,0 +1,88 @@
+/**
+ * What a mounted home reports about itself: `homefs status` (state, HEAD, dirty data, seals, cache),
+ * `statfs` for `df` inside the mount (the host's free space, or the home's quota), and the cache's
+ * cumulative statistics mirrored into the Prometheus metrics.
+ */
+import { statfsSync } from 'node:fs';
+import type { BlockCache } from '../cache/blockcache.js';
+import type { StatFs } from '../fuse/types.js';
+import type { Journal } from '../inodes/journal.js';
+import type { HomeMetrics } from '../metrics/homefs.js';
+
+const BSIZE = 4096;
+
+export interface StatusInput {
+  state: string;
+  cfg: { org: string; home: string; mountpoint: string; fsync: string; readOnly: boolean };
+  journal: Journal;
+  cache: BlockCache;
+  storeUrl: string;
+  lastSealAt: number;
+  lastSnapshot: string | null;
+  lastError: string | null;
+  seals: number;
+  bytesUploaded: number;
+}
+
+export function homeStatus(h: StatusInput): Record<string, unknown> {
+  let dirtyBytes = 0;
+  let dirtyFiles = 0;
+  for (const [ino] of h.journal.dirtyInodes()) {
+    const n = h.journal.get(ino);
+    if (n && n.kind === 'file') {
+      dirtyFiles++;
+      dirtyBytes += n.size;
+    }
+  }
+  const c = h.cache.stats();
+  const base = h.journal.base();
+  return {
+    state: h.state, org: h.cfg.org, home: h.cfg.home, mountpoint: h.cfg.mountpoint, pid: process.pid,
+    store: h.storeUrl, head: base.snapshot, gen: base.gen, dirtyFiles, dirtyInodes: h.journal.dirtyCount, dirtyBytes,
+    lastSealAt: h.lastSealAt ? new Date(h.lastSealAt).toISOString() : null, lastSnapshot: h.lastSnapshot,
+    lastError: h.lastError, seals: h.seals, bytesUploaded: h.bytesUploaded,
+    cacheBytes: c.bytes, cacheHits: c.hits, cacheMisses: c.misses, hitRatio: c.hits + c.misses > 0 ? c.hits / (c.hits + c.misses) : null,
+    bytesFetched: c.bytesFetched, fsync: h.cfg.fsync, readOnly: h.cfg.readOnly,
+  };
+}
+
+/** statfs answers from memory: the host filesystem's figures refreshed every 10 s, or the quota. */
+export class Capacity {
+  private host: StatFs | undefined;
+  private at = 0;
+
+  constructor(private readonly stateDir: string, private readonly quotaBytes: number, private readonly used: () => number) {}
+
+  statfs(): StatFs {
+    if (!this.host || Date.now() - this.at > 10_000) {
+      this.at = Date.now();
+      try {
+        const s = statfsSync(this.stateDir);
+        const scale = Number(s.bsize) / BSIZE;
+        this.host = { bsize: BSIZE, frsize: BSIZE, blocks: Math.floor(Number(s.blocks) * scale), bfree: Math.floor(Number(s.bfree) * scale), bavail: Math.floor(Number(s.bavail) * scale), files: 1e9, ffree: 1e9, favail: 1e9, namemax: 255 };
+      } catch {
+        this.host = { bsize: BSIZE, frsize: BSIZE, blocks: 1 << 30, bfree: 1 << 29, bavail: 1 << 29, files: 1e9, ffree: 1e9, favail: 1e9, namemax: 255 };
+      }
+    }
+    if (this.quotaBytes <= 0) return this.host;
+    const free = Math.max(0, Math.floor((this.quotaBytes - this.used()) / BSIZE));
+    return { ...this.host, blocks: Math.floor(this.quotaBytes / BSIZE), bfree: free, bavail: free };
+  }
+}
+
+/** Mirrors the cache's cumulative counters into the metrics registry (as deltas since the last call). */
+export class CacheMetricsMirror {
+  private seen = { misses: 0, evictions: 0, memoryHits: 0, diskHits: 0 };
+
+  constructor(private readonly cache: BlockCache, private readonly m: HomeMetrics) {}
+
+  sync(): void {
+    const c = this.cache.stats();
+    this.m.cacheHits.inc({ tier: 'memory' }, c.memoryHits - this.seen.memoryHits);
+    this.m.cacheHits.inc({ tier: 'disk' }, c.diskHits - this.seen.diskHits);
+    this.m.cacheMisses.inc(undefined, c.misses - this.seen.misses);
+    this.m.cacheEvictions.inc(undefined, c.evictions - this.seen.evictions);
+    this.seen = { misses: c.misses, evictions: c.evictions, memoryHits: c.memoryHits, diskHits: c.diskHits };
+    this.m.cacheBytes.set(c.bytes);
+  }
+}
