@@ -66,6 +66,12 @@ export class FuseAdapter {
       this.log.error({ op, err: e.message }, 'store error');
       return this.s.err(req, E.EIO);
     }
+    // The local disk under the state directory is full (or read-only): tell the writer so, not EIO.
+    const code = (e as NodeJS.ErrnoException | undefined)?.code;
+    if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EROFS') {
+      this.log.error({ op, err: (e as Error).message }, 'local state directory cannot take writes');
+      return this.s.err(req, code === 'EROFS' ? E.EROFS : E.ENOSPC);
+    }
     this.hooks.failed(op === 'seal' ? 'seal' : 'fuse');
     this.log.error({ op, err: e instanceof Error ? e.stack : String(e) }, 'request failed');
     this.s.err(req, E.EIO);
