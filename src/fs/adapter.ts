@@ -182,14 +182,11 @@ export class FuseAdapter {
         if ((flags & 3) !== 0) this.writable();
         this.s.open(req, { fh: this.openHandle(ino), keepCache: true });
       }),
-      create: (req, parent, name, mode, flags) => this.run(req, 'create', parent, () => {
+      create: (req, parent, name, mode) => this.run(req, 'create', parent, () => {
         this.writable();
         const c = this.s.ctx(req);
-        const existing = this.view.lookup(parent, name);
-        if (existing) {
-          if (flags & 0o200) throw new FsError(E.EEXIST); // O_EXCL
-          throw new FsError(E.EEXIST);
-        }
+        // The kernel sends create only after a negative lookup; a name that exists now (raced) is EEXIST,
+        // with or without O_EXCL, and the kernel retries the open on it.
         const node = this.view.create(parent, name, { kind: 'file', mode, uid: c.uid, gid: c.gid });
         this.view.ref(node.ino);
         this.s.create(req, entryOf(node, this.t), { fh: this.openHandle(node.ino), keepCache: true });

@@ -47,8 +47,6 @@ function has(set: 'all' | number[] | undefined, i: number): boolean {
 export class Content {
   private readonly locks = new Map<number, Promise<unknown>>();
   private readonly lastRead = new Map<number, number>();
-  /** Bumped on every content change; the seal uses it to detect a write racing its read. */
-  readonly version = new Map<number, number>();
   usedBytes = 0;
 
   constructor(
@@ -68,10 +66,6 @@ export class Content {
       if (this.locks.get(ino) === tail) this.locks.delete(ino);
     });
     return next;
-  }
-
-  private bump(ino: number): void {
-    this.version.set(ino, (this.version.get(ino) ?? 0) + 1);
   }
 
   async read(ino: number, offset: number, length: number): Promise<Buffer> {
@@ -195,7 +189,6 @@ export class Content {
         this.journal.update(ino, { size, ...times(this.journal.get(ino) ?? node), dirty, local });
         this.journal.markDirty(ino);
       });
-      this.bump(ino);
       return data.length;
     });
   }
@@ -221,7 +214,6 @@ export class Content {
         this.journal.markDirty(ino);
         return n;
       });
-      this.bump(ino);
       return next;
     });
   }
@@ -252,7 +244,6 @@ export class Content {
   }
 
   dropInode(ino: number): void {
-    this.version.delete(ino);
     this.lastRead.delete(ino);
   }
 }

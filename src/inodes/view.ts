@@ -149,11 +149,6 @@ export class HomeView {
     this.onReclaim(ino);
   }
 
-  /** At mount: inodes unlinked while open before a crash are garbage now. */
-  reclaimOrphans(orphans: number[]): void {
-    for (const ino of orphans) this.maybeReclaim(ino);
-  }
-
   // ---- lookups -----------------------------------------------------------------------------------
 
   /** The child inode, or undefined. The parent must be loaded. */
@@ -240,7 +235,10 @@ export class HomeView {
     });
   }
 
-  /** Inodes with nlink 0 that are still referenced (open or looked up) — kept until released. */
+  /**
+   * rename(2) with RENAME_NOREPLACE / RENAME_EXCHANGE: atomic in one journal transaction; a replaced target
+   * loses a link (and is kept while still open or looked up).
+   */
   rename(parent: number, name: string, newParent: number, newName: string, flags: number): void {
     checkName(newName);
     this.dir(parent);
