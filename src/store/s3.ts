@@ -136,9 +136,6 @@ export class S3Store implements Store {
     else config.followRegionRedirects = true;
     if (loc.region) config.region = loc.region;
     if (loc.profile) config.profile = loc.profile;
-    // The SDK warns on every process start that its releases after January 2027 need Node 22; the lock
-    // file pins a release that supports Node 20, and a CLI must not print that on each run.
-    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
     this.client = new S3Client(config);
   }
 
