@@ -4,8 +4,8 @@
  * snapshot, reason "fork") and creates the new home's generation 0. No tree or block is read or copied;
  * blocks dedupe within the org, so the fork shares everything until one side changes it.
  */
-import { hostname } from 'node:os';
-import { advanceHead, readHead } from '../snapshot/heads.js';
+import { commitSnapshot } from '../snapshot/commit.js';
+import { readHead } from '../snapshot/heads.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { resolveHomeSnapshot } from '../snapshot/walk.js';
 import type { Store } from '../store/store.js';
@@ -32,11 +32,8 @@ export async function forkHome(store: Store, src: HomeRef, dst: HomeRef): Promis
   const [from, existing] = await Promise.all([resolveHomeSnapshot(objects, src.home, src.snapshot), readHead(store, dst.org, dst.home)]);
   if (existing) throw new UserError(`home ${dst.org}/${dst.home} already exists (generation ${existing.gen}); fork into a new name`);
   const snap = await objects.getSnapshot(from);
-  const id = await objects.putSnapshot({
-    root: snap.root, parent: from, home: `${dst.org}/${dst.home}`, time: new Date().toISOString(), host: hostname(), stats: snap.stats, reason: 'fork',
-  });
-  const gen = await advanceHead(store, dst.org, dst.home, null, id).catch((e: unknown) => {
+  const { snapshot, gen } = await commitSnapshot(objects, dst.home, null, { root: snap.root, parent: from, stats: snap.stats, reason: 'fork' }).catch((e: unknown) => {
     throw e instanceof UserError ? new UserError(`home ${dst.org}/${dst.home} was created by someone else during the fork`) : e;
   });
-  return { source: `${src.org}/${src.home}`, from, target: `${dst.org}/${dst.home}`, snapshot: id, gen, ms: performance.now() - t0 };
+  return { source: `${src.org}/${src.home}`, from, target: `${dst.org}/${dst.home}`, snapshot, gen, ms: performance.now() - t0 };
 }

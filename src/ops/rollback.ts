@@ -6,8 +6,8 @@
  * A mounted home keeps sealing from the HEAD it started from; its next seal then loses the HEAD race and
  * is kept as a conflict snapshot. Put the home to sleep before rolling it back.
  */
-import { hostname } from 'node:os';
-import { advanceHead, readHead } from '../snapshot/heads.js';
+import { commitSnapshot } from '../snapshot/commit.js';
+import { readHead } from '../snapshot/heads.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import type { Store } from '../store/store.js';
 import { UserError } from '../util/errors.js';
@@ -28,9 +28,6 @@ export async function rollbackHome(store: Store, org: string, home: string, snap
   if (!head) throw new UserError(`home ${org}/${home} has no snapshots in ${store.url}`);
   const to = await objects.resolveSnapshot(snapPrefix);
   const old = await objects.getSnapshot(to);
-  const id = await objects.putSnapshot({
-    root: old.root, parent: head.snapshot, home: `${org}/${home}`, time: new Date().toISOString(), host: hostname(), stats: old.stats, reason: 'rollback',
-  });
-  const gen = await advanceHead(store, org, home, head.gen, id);
-  return { home: `${org}/${home}`, to, previous: head.snapshot, snapshot: id, gen };
+  const { snapshot, gen } = await commitSnapshot(objects, home, head.gen, { root: old.root, parent: head.snapshot, stats: old.stats, reason: 'rollback' });
+  return { home: `${org}/${home}`, to, previous: head.snapshot, snapshot, gen };
 }

@@ -16,7 +16,6 @@
  */
 import { constants, type BigIntStats } from 'node:fs';
 import { lstat, open, readdir, readlink } from 'node:fs/promises';
-import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { blockRanges } from '../hash/blake3.js';
 import { HashPool } from '../hash/pool.js';
@@ -25,7 +24,8 @@ import { mapLimit, Semaphore } from '../util/concurrency.js';
 import { UserError } from '../util/errors.js';
 import { compareNames, nameProblem } from './codec.js';
 import { Excludes } from './excludes.js';
-import { advanceHead, readHead, type HeadRecord } from './heads.js';
+import { commitSnapshot } from './commit.js';
+import { readHead, type HeadRecord } from './heads.js';
 import { ObjectStore } from './objects.js';
 import { OsHelper } from './oshelper.js';
 import type { EntryKind, TreeEntry } from './types.js';
@@ -456,17 +456,14 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0 }: 
     dirs: dirs.filter((d) => !d.vanished).length - 1,
     bytes: kept.reduce((s, n) => s + n.size, 0),
   };
-  const snapshot = await objects.putSnapshot({
+  const { snapshot, gen } = await commitSnapshot(objects, home, head?.gen ?? null, {
     root: root.tree as string,
     parent: head?.snapshot ?? null,
-    home: `${org}/${home}`,
-    time: new Date().toISOString(),
-    host: opts.host ?? hostname(),
     stats,
     rootAttrs: { mode: Number(rootSt.mode & 0o7777n), uid: Number(rootSt.uid), gid: Number(rootSt.gid), mtimeNs: rootSt.mtimeNs },
     reason: opts.reason ?? 'push',
+    ...(opts.host !== undefined ? { host: opts.host } : {}),
   });
-  const gen = await advanceHead(store, org, home, head?.gen ?? null, snapshot);
   p.progress.phase = 'done';
   p.emit();
   return {

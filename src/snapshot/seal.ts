@@ -14,7 +14,7 @@ import { ROOT_INO, type Inode } from '../inodes/types.js';
 import type { UpperFiles } from '../inodes/upper.js';
 import { mapLimit } from '../util/concurrency.js';
 import type { Excludes } from './excludes.js';
-import { advanceHead } from './heads.js';
+import { commitSnapshot } from './commit.js';
 import { SMALL_OBJECT, type ObjectStore } from './objects.js';
 import type { SnapshotStats, TreeEntry } from './types.js';
 
@@ -63,12 +63,10 @@ export async function seal(d: SealDeps, reason: string): Promise<SealResult | nu
   const root = await sealDir(d, ROOT_INO, '', tally, memo);
   const r = d.journal.get(ROOT_INO);
   const prevStats = d.journal.getMeta<SnapshotStats>('stats');
-  const snapshotId = await d.objects.putSnapshot({
-    root, parent: base.snapshot, home: `${d.org}/${d.home}`, time: new Date().toISOString(), host: d.host,
-    stats: mergeStats(prevStats, tally.stats), reason,
+  const { snapshot: snapshotId, gen } = await commitSnapshot(d.objects, d.home, base.gen, {
+    root, parent: base.snapshot, host: d.host, stats: mergeStats(prevStats, tally.stats), reason,
     ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}),
   });
-  const gen = await advanceHead(d.objects.store, d.org, d.home, base.gen, snapshotId);
   d.journal.txn(() => {
     d.journal.setBase({ snapshot: snapshotId, gen });
     d.journal.clearDirty(floor);
