@@ -9,7 +9,7 @@
  * `conflicts/` and throws HeadConflictError.
  */
 import { hostname } from 'node:os';
-import type { RootAttrs, SnapshotStats } from './types.js';
+import type { RootAttrs, SnapshotStats } from '../model/tree.js';
 import { advanceHead } from './heads.js';
 import type { ObjectStore } from './objects.js';
 

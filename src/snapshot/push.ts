@@ -22,13 +22,14 @@ import { HashPool } from '../hash/pool.js';
 import type { Store } from '../store/store.js';
 import { mapLimit, Semaphore } from '../util/concurrency.js';
 import { UserError } from '../util/errors.js';
+import { treeEntry } from '../model/entry.js';
 import { compareNames, nameProblem } from './codec.js';
 import { Excludes } from './excludes.js';
 import { commitSnapshot } from './commit.js';
 import { readHead, type HeadRecord } from './heads.js';
 import { ObjectStore } from './objects.js';
 import { OsHelper } from './oshelper.js';
-import type { EntryKind, TreeEntry } from './types.js';
+import type { EntryKind, TreeEntry } from '../model/tree.js';
 
 export interface PushProgress {
   phase: 'scan' | 'content' | 'trees' | 'done';
@@ -287,27 +288,9 @@ class Pusher {
   }
 
   entry(n: Node): TreeEntry {
-    const e: TreeEntry = {
-      name: n.name,
-      kind: n.kind,
-      mode: Number(n.st.mode & 0o7777n),
-      uid: Number(n.st.uid),
-      gid: Number(n.st.gid),
-      size: n.kind === 'file' || n.kind === 'symlink' ? n.size : 0,
-      mtimeNs: n.st.mtimeNs,
-      ctimeNs: n.st.ctimeNs,
-    };
-    if (n.xattrs && n.xattrs.length > 0) e.xattrs = n.xattrs;
-    if (n.kind === 'file') e.blocks = n.blocks ?? [];
-    if (n.kind === 'dir') e.tree = n.tree;
-    if (n.kind === 'symlink') e.target = n.target;
-    if (n.kind === 'chardev' || n.kind === 'blockdev') e.rdev = Number(n.st.rdev);
-    if (n.link !== undefined) {
-      e.link = n.link;
-      if (n.linkCount !== undefined) e.nlink = n.linkCount;
-    }
-    if (n.kind === 'dir') e.nlink = 2 + (n.children ?? []).filter((c) => c.kind === 'dir' && !c.vanished).length;
-    return e;
+    const attrs = { kind: n.kind, mode: Number(n.st.mode), uid: Number(n.st.uid), gid: Number(n.st.gid), size: n.size, mtimeNs: n.st.mtimeNs, ctimeNs: n.st.ctimeNs, xattrs: n.xattrs, target: n.target, rdev: Number(n.st.rdev) };
+    if (n.kind === 'dir') return treeEntry(n.name, attrs, { tree: n.tree, nlink: 2 + (n.children ?? []).filter((c) => c.kind === 'dir' && !c.vanished).length });
+    return treeEntry(n.name, attrs, { blocks: n.blocks, link: n.link, nlink: n.link !== undefined ? n.linkCount : undefined });
   }
 
   emit(): void {

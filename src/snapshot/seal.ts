@@ -16,7 +16,7 @@ import { mapLimit } from '../util/concurrency.js';
 import type { Excludes } from './excludes.js';
 import { commitSnapshot } from './commit.js';
 import { SMALL_OBJECT, type ObjectStore } from './objects.js';
-import type { SnapshotStats, TreeEntry } from './types.js';
+import type { SnapshotStats, TreeEntry } from '../model/tree.js';
 
 export interface SealDeps {
   journal: Journal;
