@@ -42,7 +42,7 @@ export async function chooseBase(
       }
       return { journal, rootTree: null, head, replaced };
     }
-    if (journal.dirtyCount > 0) {
+    if (journal.changedCount > 0) {
       log.warn({ org, home, localGen: base.gen, headGen: head?.gen }, 'HEAD moved since this state directory last sealed; keeping local changes as a conflict snapshot');
       await sealStale(journal);
     }

@@ -22,7 +22,7 @@ import { HomeView } from '../inodes/view.js';
 import { decodeTree } from '../snapshot/codec.js';
 import { Excludes } from '../snapshot/excludes.js';
 import { ObjectStore } from '../snapshot/objects.js';
-import { seal, type SealResult } from '../snapshot/seal.js';
+import { seal, type SealResult } from '../seal/seal.js';
 import { openStore } from '../store/open.js';
 import { defaultMetrics } from '../metrics/homefs.js';
 import { MeteredStore } from '../metrics/store.js';
@@ -125,7 +125,7 @@ export class MountedHome {
       const choice = await chooseBase(objects, cfg.org, cfg.home, paths, fence, log, async (stale) => {
         const c = new Content(stale, upper, blocks, contentOpts);
         try {
-          await seal({ journal: stale, content: c, upper, objects, excludes, org: cfg.org, home: cfg.home, host: hostname(), parallelism: 4 }, 'conflict');
+          await seal({ journal: stale, content: c, objects, excludes, home: cfg.home, host: hostname(), parallelism: 4 }, 'conflict');
         } catch (e) {
           if (!(e instanceof HeadConflictError)) throw e;
           log.warn({ err: e.message }, 'local changes kept as a conflict snapshot');
@@ -138,10 +138,7 @@ export class MountedHome {
         getTree: async (h) => decodeTree(await cache.get('meta', h), h),
         prefetchTrees: (hs) => cache.prefetch('meta', hs),
       });
-      view.onReclaim = (ino) => {
-        content.dropInode(ino);
-        void upper.remove(ino);
-      };
+      view.onReclaim = (ino) => void content.reclaim(ino).catch((e: unknown) => log.warn({ op: 'reclaim', ino, err: errorMessage(e) }, 'cannot remove the upper file of a deleted file'));
       const ra = choice.rootAttrs;
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
       const h = new MountedHome(cfg, paths, log, store, objects, cache, journal, upper, content, view, lease, unlock);
@@ -210,7 +207,7 @@ export class MountedHome {
     if (this.state !== 'active' && this.state !== 'parked') return;
     const idle = Date.now() - this.lastActivity;
     if (this.state === 'active' && idle >= this.cfg.parkAfterMs) this.state = 'parked';
-    if (this.state === 'parked' && this.journal.dirtyCount > 0 && !this.sealer.busy && Date.now() - this.lastSealAt >= this.cfg.idleSealMs) {
+    if (this.state === 'parked' && this.journal.changedCount > 0 && !this.sealer.busy && Date.now() - this.lastSealAt >= this.cfg.idleSealMs) {
       this.sealer.request('idle').catch(() => undefined);
     }
   }
@@ -236,8 +233,8 @@ export class MountedHome {
     const started = Date.now();
     try {
       const r = await seal({
-        journal: this.journal, content: this.content, upper: this.upper, objects: this.objects,
-        excludes: new Excludes(this.cfg.excludes), org: this.cfg.org, home: this.cfg.home, host: this.host, parallelism: 4,
+        journal: this.journal, content: this.content, objects: this.objects,
+        excludes: new Excludes(this.cfg.excludes), home: this.cfg.home, host: this.host, parallelism: 4,
         hash: (data) => this.hashPool.hash(data),
       }, reason);
       this.lastSealAt = Date.now();

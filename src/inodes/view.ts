@@ -9,6 +9,7 @@
 import type { Tree, TreeEntry } from '../model/tree.js';
 import { SingleFlight } from '../util/concurrency.js';
 import { E, fsErr, nowNs } from './errors.js';
+import { cleanContent, emptyContent } from './filestate.js';
 import type { Journal } from './journal.js';
 import { ROOT_INO, type Inode } from './types.js';
 
@@ -175,7 +176,7 @@ export class HomeView {
 
   private touchDir(ino: number, now: bigint): void {
     this.journal.update(ino, { mtimeNs: now, ctimeNs: now });
-    this.journal.markDirty(ino);
+    this.journal.markChanged(ino);
   }
 
   /** Creates a file, directory, symlink or special file; returns the new inode. */
@@ -192,7 +193,7 @@ export class HomeView {
       const node: Inode = {
         ino, kind: n.kind, mode, uid: n.uid, gid, size: n.target ? Buffer.byteLength(n.target) : 0,
         atimeNs: now, mtimeNs: now, ctimeNs: now, nlink: n.kind === 'dir' ? 2 : 1, parents: [parent],
-        ...(n.kind === 'file' ? { blocks: [], sealedSize: 0 } : {}),
+        ...(n.kind === 'file' ? { content: emptyContent() } : {}),
         ...(n.kind === 'dir' ? { loaded: true } : {}),
         ...(n.target !== undefined ? { target: n.target } : {}),
         ...(n.rdev ? { rdev: n.rdev } : {}),
@@ -201,7 +202,7 @@ export class HomeView {
       this.journal.setChild(parent, name, ino);
       if (n.kind === 'dir') this.journal.update(parent, { nlink: p.nlink + 1 });
       this.touchDir(parent, now);
-      this.journal.markDirty(ino);
+      this.journal.markChanged(ino);
       return node;
     });
   }
@@ -229,7 +230,7 @@ export class HomeView {
       const nlink = dir ? 0 : node.nlink - 1;
       if (dir) this.journal.update(parent, { nlink: Math.max(2, this.get(parent).nlink - 1) });
       const next = this.journal.update(ino, { nlink, parents, ctimeNs: now });
-      if (nlink > 0) this.journal.markDirty(ino);
+      if (nlink > 0) this.journal.markChanged(ino);
       else this.maybeReclaim(ino);
       return next;
     });
@@ -291,7 +292,7 @@ export class HomeView {
       this.journal.update(from, { nlink: Math.max(2, this.get(from).nlink - 1) });
       this.journal.update(to, { nlink: this.get(to).nlink + 1 });
     }
-    this.journal.markDirty(ino);
+    this.journal.markChanged(ino);
   }
 
   private isAncestor(maybeAncestor: number, ino: number): boolean {
@@ -319,7 +320,7 @@ export class HomeView {
         linkId: node.linkId ?? 1 + Math.floor(Math.random() * 0xfffffffe),
       });
       this.touchDir(newParent, now);
-      this.journal.markDirty(ino);
+      this.journal.markChanged(ino);
       return next;
     });
   }
@@ -341,7 +342,7 @@ export class HomeView {
     return this.journal.txn(() => {
       const next = this.journal.update(ino, patch);
       // atime-only changes are not worth a seal
-      if (set.mode !== undefined || set.uid !== undefined || set.gid !== undefined || set.mtimeNs !== undefined) this.journal.markDirty(ino);
+      if (set.mode !== undefined || set.uid !== undefined || set.gid !== undefined || set.mtimeNs !== undefined) this.journal.markChanged(ino);
       return next;
     });
   }
@@ -364,10 +365,7 @@ export function inodeFromEntry(ino: number, e: TreeEntry, parent: number): Inode
   if (e.target !== undefined) node.target = e.target;
   if (e.rdev) node.rdev = e.rdev;
   if (e.link !== undefined) node.linkId = e.link;
-  if (e.kind === 'file') {
-    node.blocks = e.blocks ?? [];
-    node.sealedSize = e.size;
-  }
+  if (e.kind === 'file') node.content = cleanContent(e.blocks ?? [], e.size);
   if (e.kind === 'dir') {
     if (e.tree) {
       node.tree = e.tree;
