@@ -9,7 +9,7 @@ import { readHead } from '../snapshot/heads.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { resolveHomeSnapshot } from '../snapshot/walk.js';
 import type { Store } from '../store/store.js';
-import { UserError } from '../util/errors.js';
+import { HeadConflictError, UserError } from '../util/errors.js';
 import type { HomeRef } from '../util/names.js';
 
 export interface ForkResult {
@@ -33,7 +33,7 @@ export async function forkHome(store: Store, src: HomeRef, dst: HomeRef): Promis
   if (existing) throw new UserError(`home ${dst.org}/${dst.home} already exists (generation ${existing.gen}); fork into a new name`);
   const snap = await objects.getSnapshot(from);
   const { snapshot, gen } = await commitSnapshot(objects, dst.home, null, { root: snap.root, parent: from, stats: snap.stats, reason: 'fork' }).catch((e: unknown) => {
-    throw e instanceof UserError ? new UserError(`home ${dst.org}/${dst.home} was created by someone else during the fork`) : e;
+    throw e instanceof HeadConflictError ? new UserError(`home ${dst.org}/${dst.home} was created by someone else during the fork`) : e;
   });
   return { source: `${src.org}/${src.home}`, from, target: `${dst.org}/${dst.home}`, snapshot, gen, ms: performance.now() - t0 };
 }

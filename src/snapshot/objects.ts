@@ -11,7 +11,7 @@ import { hashBuffer } from '../hash/blake3.js';
 import { assertHash, blockKey, metaKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { verifyObject } from '../store/verify.js';
-import { NotFoundError, UserError } from '../util/errors.js';
+import { FormatError, NotFoundError, UserError } from '../util/errors.js';
 import { validateName } from '../util/names.js';
 import { decodeSnapshot, decodeTree, encodeSnapshot, encodeTree } from './codec.js';
 import type { Snapshot, Tree } from '../model/tree.js';
@@ -90,7 +90,9 @@ export class ObjectStore {
         await this.getSnapshot(hash);
         found.push(hash);
       } catch (e) {
-        if (e instanceof NotFoundError || e instanceof UserError) continue; // a tree, or gone
+        // A tree (it does not decode as a snapshot), or deleted since the listing. Anything else, an
+        // unreachable store or a corrupt object, is an answer the user must see.
+        if (e instanceof NotFoundError || e instanceof FormatError) continue;
         throw e;
       }
     }
