@@ -29,6 +29,7 @@ import { MeteredStore } from '../metrics/store.js';
 import { pruneHistory } from '../ops/history.js';
 import { defaults } from '../config.js';
 import type { Store } from '../store/store.js';
+import { retrying } from '../util/backoff.js';
 import { HeadConflictError, UserError, errorMessage } from '../util/errors.js';
 import { chooseBase } from './base.js';
 import { serveControl, type ControlReply, type ControlRequest } from './control.js';
@@ -80,7 +81,15 @@ export class MountedHome {
   private readonly sealer: Sealer<SealResult | null>;
   private readonly host = hostname();
   /** Seals hash blocks on a worker thread so the FUSE loop keeps answering meanwhile. */
-  private readonly hashPool = new HashPool({ threads: 1 });
+  private readonly hashPool = new HashPool({ threads: defaults.sealHashThreads });
+  private exitWith: (code: number) => void = () => undefined;
+  /**
+   * Resolves with the daemon's exit status once the home is asleep for good: after `sleep()` (a signal,
+   * `homefs sleep`) or an unmount from outside. The caller (cli/mount.ts) decides to end the process.
+   */
+  readonly finished: Promise<number> = new Promise((resolve) => {
+    this.exitWith = resolve;
+  });
 
   private constructor(
     readonly cfg: MountConfig,
@@ -119,13 +128,13 @@ export class MountedHome {
       };
       const upper = new UpperFiles(paths.upper);
       const excludes = new Excludes(cfg.excludes);
-      const contentOpts = { readaheadBlocks: 4, quotaBytes: cfg.quotaBytes, kernelOwnsTimes: !cfg.readOnly };
+      const contentOpts = { readaheadBlocks: defaults.readaheadBlocks, quotaBytes: cfg.quotaBytes, kernelOwnsTimes: !cfg.readOnly };
       const lease = cfg.readOnly ? undefined : await MountedHome.claimLease(cfg, store, paths, log);
       const fence = lease !== undefined && cfg.takeover;
       const choice = await chooseBase(objects, cfg.org, cfg.home, paths, fence, log, async (stale) => {
         const c = new Content(stale, upper, blocks, contentOpts);
         try {
-          await seal({ journal: stale, content: c, objects, excludes, home: cfg.home, host: hostname(), parallelism: 4 }, 'conflict');
+          await seal({ journal: stale, content: c, objects, excludes, home: cfg.home, host: hostname(), parallelism: defaults.sealParallelism }, 'conflict');
         } catch (e) {
           if (!(e instanceof HeadConflictError)) throw e;
           log.warn({ err: e.message }, 'local changes kept as a conflict snapshot');
@@ -188,7 +197,7 @@ export class MountedHome {
     this.session.onUnmounted((reason) => {
       this.log.info({ reason }, 'unmounted from outside');
       this.session = undefined;
-      void this.sleep('unmount').finally(() => process.exit(this.lastError ? 1 : 0));
+      this.sleep('unmount').catch(() => undefined);
     });
     this.control = serveControl(this.cfg.mountpoint, (req) => this.handle(req));
     this.timer = setInterval(() => this.tick(), 1000);
@@ -234,7 +243,7 @@ export class MountedHome {
     try {
       const r = await seal({
         journal: this.journal, content: this.content, objects: this.objects,
-        excludes: new Excludes(this.cfg.excludes), home: this.cfg.home, host: this.host, parallelism: 4,
+        excludes: new Excludes(this.cfg.excludes), home: this.cfg.home, host: this.host, parallelism: defaults.sealParallelism,
         hash: (data) => this.hashPool.hash(data),
       }, reason);
       this.lastSealAt = Date.now();
@@ -243,7 +252,7 @@ export class MountedHome {
       defaultMetrics.sealSeconds.observe((Date.now() - started) / 1000, { reason });
       if (r) {
         this.seals++;
-        if (Date.now() - this.lastPrune > 60_000) {
+        if (Date.now() - this.lastPrune > defaults.pruneIntervalMs) {
           this.lastPrune = Date.now();
           pruneHistory(this.store, this.cfg.org, this.cfg.home, defaults.historyKeep).catch((e: unknown) => this.log.warn({ err: errorMessage(e) }, 'pruning history failed'));
         }
@@ -277,14 +286,8 @@ export class MountedHome {
         return { ok: true, snapshot: r?.snapshot ?? this.lastSnapshot, changed: r !== null };
       }
       case 'sleep': {
-        try {
-          const r = await this.sleep('sleep');
-          setTimeout(() => process.exit(0), 50);
-          return { ok: true, snapshot: r?.snapshot ?? this.lastSnapshot };
-        } catch (e) {
-          setTimeout(() => process.exit(1), 50);
-          throw e;
-        }
+        const r = await this.sleep('sleep');
+        return { ok: true, snapshot: r?.snapshot ?? this.lastSnapshot };
       }
       default:
         return { ok: false, error: 'unknown request' };
@@ -299,9 +302,12 @@ export class MountedHome {
     });
   }
 
-  /** Final seal and unmount; resolves once the last snapshot is committed. Idempotent. */
+  /** Final seal and unmount; resolves once the last snapshot is committed, then `finished`. Idempotent. */
   sleep(why: string): Promise<SealResult | null> {
-    if (!this.sleeping) this.sleeping = this.doSleep(why);
+    if (!this.sleeping) {
+      this.sleeping = this.doSleep(why);
+      this.sleeping.then(() => this.exitWith(0), () => this.exitWith(1));
+    }
     return this.sleeping;
   }
 
@@ -311,15 +317,10 @@ export class MountedHome {
     if (this.timer) clearInterval(this.timer);
     let last: SealResult | null = null;
     const sealWithRetry = async (): Promise<void> => {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          last = (await this.sealer.request('sleep')) ?? last;
-          return;
-        } catch (e) {
-          if (e instanceof HeadConflictError || this.lease?.lost || attempt >= 5) throw e;
-          await new Promise((r) => setTimeout(r, Math.min(10_000, 500 * 2 ** attempt)));
-        }
-      }
+      last = (await retrying(() => this.sealer.request('sleep'), {
+        retries: defaults.sleepSealRetries, baseMs: defaults.sleepSealRetryBaseMs, maxMs: defaults.sleepSealRetryMaxMs,
+        retryable: (e) => !(e instanceof HeadConflictError) && !this.lease?.lost,
+      })) ?? last;
     };
     let failure: unknown;
     try {

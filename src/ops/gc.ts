@@ -18,6 +18,7 @@
  * grace period without rewriting it, and commits after step 4; a sealer that re-puts such dedupe hits
  * (objects not in its base snapshot) closes it down to step 5's last look. docs/operations.md explains.
  */
+import { keyHash, objectsPrefix } from '../store/keys.js';
 import type { ObjectInfo, Store } from '../store/store.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { mapLimit } from '../util/concurrency.js';
@@ -108,8 +109,8 @@ export async function gcOrg(store: Store, org: string, opts: GcOptions): Promise
   let scannedBytes = 0;
   let youngUnreferenced = 0;
   for (const kind of ['blocks', 'meta'] as const) {
-    for await (const o of store.list(`${org}/${kind}/`)) {
-      const hash = o.key.slice(o.key.lastIndexOf('/') + 1);
+    for await (const o of store.list(objectsPrefix(org, kind))) {
+      const hash = keyHash(o.key);
       if (!HASH.test(hash)) continue; // not ours: never delete what we do not understand
       scannedObjects++;
       scannedBytes += o.size;
