@@ -1,6 +1,6 @@
 /**
- * The namespace of a mounted home: lookups, creation, removal, rename, links, attributes and xattrs over
- * the journal. Directories of the base snapshot are materialized into the journal the first time they are
+ * The namespace of a mounted home: lookups, creation, removal, rename, links and attributes over the
+ * journal (extended attributes are xattrs.ts; file content is content.ts). Directories of the base snapshot are materialized into the journal the first time they are
  * needed (`ensureLoaded`), from trees fetched through a `TreeSource`; after that the journal is the truth.
  *
  * Every method either completes synchronously (metadata from memory/LMDB) or, when a directory must be
@@ -137,10 +137,6 @@ export class HomeView {
       this.opens.delete(ino);
       this.maybeReclaim(ino);
     }
-  }
-
-  isOpen(ino: number): boolean {
-    return this.opens.has(ino);
   }
 
   private maybeReclaim(ino: number): void {
