@@ -65,6 +65,17 @@ export const defaults = {
   sleepSealRetries: 5,
   sleepSealRetryBaseMs: 500,
   sleepSealRetryMaxMs: 10_000,
+  /** `homefs push` (snapshot/push.ts). */
+  push: {
+    /** Files hashed and uploaded at once (each holds at most one 8 MiB block in memory); PushOptions.parallelism overrides. */
+    parallelism: 16,
+    /** readdir/lstat/readlink calls in flight while scanning. */
+    scanConcurrency: 64,
+    /** Trees of one depth written at once. */
+    treeParallelism: 16,
+    /** Reads of a file that keeps changing while it is hashed, before push gives up on it. */
+    readAttempts: 3,
+  },
   /** The block cache (cache/blockcache.ts); each can be overridden by its options. */
   cache: {
     /** Cap of the in-memory LRU in bytes (0 disables it). */
