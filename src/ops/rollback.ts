@@ -6,7 +6,7 @@
  * A mounted home keeps sealing from the HEAD it started from; its next seal then loses the HEAD race and
  * is kept as a conflict snapshot. Put the home to sleep before rolling it back.
  */
-import { commitSnapshot } from '../snapshot/commit.js';
+import { commitSnapshot, type CommitOptions } from '../snapshot/commit.js';
 import { readHead } from '../snapshot/heads.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import type { Store } from '../store/store.js';
@@ -22,12 +22,13 @@ export interface RollbackResult {
   gen: number;
 }
 
-export async function rollbackHome(store: Store, org: string, home: string, snapPrefix: string): Promise<RollbackResult> {
+/** `commit` is passed to commitSnapshot (e.g. a check that must hold right before HEAD moves). */
+export async function rollbackHome(store: Store, org: string, home: string, snapPrefix: string, commit: CommitOptions = {}): Promise<RollbackResult> {
   const objects = new ObjectStore(store, org);
   const head = await readHead(store, org, home);
   if (!head) throw new UserError(`home ${org}/${home} has no snapshots in ${store.url}`);
   const to = await objects.resolveSnapshot(snapPrefix);
   const old = await objects.getSnapshot(to);
-  const { snapshot, gen } = await commitSnapshot(objects, home, head.gen, { root: old.root, parent: head.snapshot, stats: old.stats, reason: 'rollback' });
+  const { snapshot, gen } = await commitSnapshot(objects, home, head.gen, { root: old.root, parent: head.snapshot, stats: old.stats, reason: 'rollback' }, commit);
   return { home: `${org}/${home}`, to, previous: head.snapshot, snapshot, gen };
 }

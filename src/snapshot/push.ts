@@ -26,7 +26,7 @@ import { UserError } from '../util/errors.js';
 import { treeEntry } from '../model/entry.js';
 import { compareNames, nameProblem } from './codec.js';
 import { Excludes } from './excludes.js';
-import { commitSnapshot } from './commit.js';
+import { commitSnapshot, type CommitOptions } from './commit.js';
 import { readHead, type HeadRecord } from './heads.js';
 import { ObjectStore } from './objects.js';
 import { OsHelper } from './oshelper.js';
@@ -61,6 +61,8 @@ export interface PushOptions {
   host?: string;
   reason?: string;
   onProgress?: (p: PushProgress) => void;
+  /** Passed to commitSnapshot (e.g. a check that must hold right before HEAD moves). */
+  commit?: CommitOptions;
 }
 
 export interface PushResult {
@@ -447,7 +449,7 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0 }: 
     rootAttrs: { mode: Number(rootSt.mode & 0o7777n), uid: Number(rootSt.uid), gid: Number(rootSt.gid), mtimeNs: rootSt.mtimeNs },
     reason: opts.reason ?? 'push',
     ...(opts.host !== undefined ? { host: opts.host } : {}),
-  });
+  }, opts.commit);
   p.progress.phase = 'done';
   p.emit();
   return {
