@@ -54,4 +54,11 @@ export const defaults = {
   historyKeep: 20,
   /** gc grace period for unreferenced objects. */
   gcGraceMs: 24 * 3600_000,
+  /** gc waits this long between announcing its epoch and marking (snapshot/gcfence.ts). */
+  gcFenceWaitMs: 3 * 60_000,
+  /** A committer starts its HEAD write at most this long after its last look at the gc epoch. */
+  gcCommitDeadlineMs: 10_000,
+  /** A gc stops deleting after this long; committers treat a running epoch as dead this margin later. */
+  gcMaxRunMs: 6 * 3600_000,
+  gcStaleMarginMs: 3600_000,
 };

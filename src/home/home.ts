@@ -22,7 +22,8 @@ import { HomeView } from '../inodes/view.js';
 import { decodeTree } from '../snapshot/codec.js';
 import { Excludes } from '../snapshot/excludes.js';
 import { ObjectStore } from '../snapshot/objects.js';
-import { seal, type SealResult } from '../snapshot/seal.js';
+import { GcFence } from '../snapshot/gcfence.js';
+import { seal, type SealDeps, type SealResult } from '../snapshot/seal.js';
 import { openStore } from '../store/open.js';
 import { defaultMetrics } from '../metrics/homefs.js';
 import { MeteredStore } from '../metrics/store.js';
@@ -81,6 +82,8 @@ export class MountedHome {
   private readonly host = hostname();
   /** Seals hash blocks on a worker thread so the FUSE loop keeps answering meanwhile. */
   private readonly hashPool = new HashPool({ threads: 1 });
+  /** The org's gc fence and this mount's last look at it (snapshot/gcfence.ts). */
+  private readonly gcFence: SealDeps['fence'];
 
   private constructor(
     readonly cfg: MountConfig,
@@ -100,6 +103,7 @@ export class MountedHome {
     this.capacity = new Capacity(paths.stateDir, cfg.quotaBytes, () => content.usedBytes);
     this.cacheMetrics = new CacheMetricsMirror(cache, defaultMetrics);
     this.lastSnapshot = journal.base().snapshot;
+    this.gcFence = { gc: new GcFence(store, cfg.org), observed: null };
   }
 
   static async wake(cfg: MountConfig, log: Logger, mountFn: MountFn): Promise<MountedHome> {
@@ -125,7 +129,8 @@ export class MountedHome {
       const choice = await chooseBase(objects, cfg.org, cfg.home, paths, fence, log, async (stale) => {
         const c = new Content(stale, upper, blocks, contentOpts);
         try {
-          await seal({ journal: stale, content: c, upper, objects, excludes, org: cfg.org, home: cfg.home, host: hostname(), parallelism: 4 }, 'conflict');
+          const staleFence = { gc: new GcFence(store, cfg.org), observed: null };
+          await seal({ journal: stale, content: c, upper, objects, excludes, org: cfg.org, home: cfg.home, host: hostname(), parallelism: 4, fence: staleFence }, 'conflict');
         } catch (e) {
           if (!(e instanceof HeadConflictError)) throw e;
           log.warn({ err: e.message }, 'local changes kept as a conflict snapshot');
@@ -238,7 +243,7 @@ export class MountedHome {
       const r = await seal({
         journal: this.journal, content: this.content, upper: this.upper, objects: this.objects,
         excludes: new Excludes(this.cfg.excludes), org: this.cfg.org, home: this.cfg.home, host: this.host, parallelism: 4,
-        hash: (data) => this.hashPool.hash(data),
+        hash: (data) => this.hashPool.hash(data), fence: this.gcFence,
       }, reason);
       this.lastSealAt = Date.now();
       this.lastError = null;

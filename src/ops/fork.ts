@@ -6,7 +6,9 @@
  */
 import { hostname } from 'node:os';
 import { advanceHead, readHead } from '../snapshot/heads.js';
+import { GcFence, type FenceOptions } from '../snapshot/gcfence.js';
 import { ObjectStore } from '../snapshot/objects.js';
+import { assertSnapshotComplete } from './refs.js';
 import { resolveHomeSnapshot } from '../snapshot/walk.js';
 import type { Store } from '../store/store.js';
 import { UserError } from '../util/errors.js';
@@ -24,18 +26,27 @@ export interface ForkResult {
   ms: number;
 }
 
-export async function forkHome(store: Store, src: HomeRef, dst: HomeRef): Promise<ForkResult> {
+export interface CommitOptions {
+  /** gc fence timing (snapshot/gcfence.ts); tests shorten it. */
+  fence?: Partial<FenceOptions>;
+}
+
+export async function forkHome(store: Store, src: HomeRef, dst: HomeRef, opts: CommitOptions = {}): Promise<ForkResult> {
   if (src.org !== dst.org) throw new UserError(`cannot fork across orgs (${src.org} → ${dst.org}): blocks never dedupe across orgs; use pull and push`);
   if (src.home === dst.home) throw new UserError(`cannot fork ${src.org}/${src.home} onto itself`);
   const t0 = performance.now();
   const objects = new ObjectStore(store, src.org);
+  const fence = new GcFence(store, src.org, opts.fence);
+  const since = await fence.observe(); // before relying on the source snapshot (gcfence.ts)
   const [from, existing] = await Promise.all([resolveHomeSnapshot(objects, src.home, src.snapshot), readHead(store, dst.org, dst.home)]);
   if (existing) throw new UserError(`home ${dst.org}/${dst.home} already exists (generation ${existing.gen}); fork into a new name`);
   const snap = await objects.getSnapshot(from);
   const id = await objects.putSnapshot({
     root: snap.root, parent: from, home: `${dst.org}/${dst.home}`, time: new Date().toISOString(), host: hostname(), stats: snap.stats, reason: 'fork',
   });
-  const gen = await advanceHead(store, dst.org, dst.home, null, id).catch((e: unknown) => {
+  const reverify = (): Promise<void> => assertSnapshotComplete(objects, from, `fork of ${src.org}/${src.home}`);
+  const write = (): Promise<number> => advanceHead(store, dst.org, dst.home, null, id);
+  const gen = await fence.commit(since, reverify, write).then((r) => r.result, (e: unknown) => {
     throw e instanceof UserError ? new UserError(`home ${dst.org}/${dst.home} was created by someone else during the fork`) : e;
   });
   return { source: `${src.org}/${src.home}`, from, target: `${dst.org}/${dst.home}`, snapshot: id, gen, ms: performance.now() - t0 };

@@ -8,7 +8,10 @@
  */
 import { hostname } from 'node:os';
 import { advanceHead, readHead } from '../snapshot/heads.js';
+import { GcFence } from '../snapshot/gcfence.js';
 import { ObjectStore } from '../snapshot/objects.js';
+import type { CommitOptions } from './fork.js';
+import { assertSnapshotComplete } from './refs.js';
 import type { Store } from '../store/store.js';
 import { UserError } from '../util/errors.js';
 
@@ -22,8 +25,10 @@ export interface RollbackResult {
   gen: number;
 }
 
-export async function rollbackHome(store: Store, org: string, home: string, snapPrefix: string): Promise<RollbackResult> {
+export async function rollbackHome(store: Store, org: string, home: string, snapPrefix: string, opts: CommitOptions = {}): Promise<RollbackResult> {
   const objects = new ObjectStore(store, org);
+  const fence = new GcFence(store, org, opts.fence);
+  const since = await fence.observe(); // before relying on the old snapshot (gcfence.ts)
   const head = await readHead(store, org, home);
   if (!head) throw new UserError(`home ${org}/${home} has no snapshots in ${store.url}`);
   const to = await objects.resolveSnapshot(snapPrefix);
@@ -31,6 +36,7 @@ export async function rollbackHome(store: Store, org: string, home: string, snap
   const id = await objects.putSnapshot({
     root: old.root, parent: head.snapshot, home: `${org}/${home}`, time: new Date().toISOString(), host: hostname(), stats: old.stats, reason: 'rollback',
   });
-  const gen = await advanceHead(store, org, home, head.gen, id);
+  const reverify = (): Promise<void> => assertSnapshotComplete(objects, to, `rollback of ${org}/${home}`);
+  const { result: gen } = await fence.commit(since, reverify, () => advanceHead(store, org, home, head.gen, id));
   return { home: `${org}/${home}`, to, previous: head.snapshot, snapshot: id, gen };
 }

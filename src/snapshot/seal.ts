@@ -14,8 +14,8 @@ import { ROOT_INO, type Inode } from '../inodes/types.js';
 import type { UpperFiles } from '../inodes/upper.js';
 import { mapLimit } from '../util/concurrency.js';
 import type { Excludes } from './excludes.js';
-import { advanceHead } from './heads.js';
-import { SMALL_OBJECT, type ObjectStore } from './objects.js';
+import { fencedAdvance, type EpochState, type GcFence } from './gcfence.js';
+import { ReuseLog, SMALL_OBJECT, type ObjectStore } from './objects.js';
 import type { SnapshotStats, TreeEntry } from './types.js';
 
 export interface SealDeps {
@@ -31,6 +31,18 @@ export interface SealDeps {
   parallelism: number;
   /** Hashes a block off the event loop; returns the bytes again (the input may have been transferred). */
   hash?: (data: Buffer) => Promise<{ hash: string; data: Buffer }>;
+  /** The org's gc fence and this home's last look at it (a look older than `FENCE_REUSE_MS` is renewed). */
+  fence: { gc: GcFence; observed: EpochState | null };
+}
+
+/** A previous seal's last look at the gc epoch serves as the next seal's first look for this long. */
+const FENCE_REUSE_MS = 30_000;
+
+/** Where a block this seal deduplicated against (did not upload) came from, to upload it again if a gc took it. */
+interface ReusedBlock {
+  ino: number;
+  offset: number;
+  length: number;
 }
 
 export interface SealResult {
@@ -49,16 +61,20 @@ interface Tally {
   blocksNew: number;
   bytesUploaded: number;
   stats: SnapshotStats;
+  reused: Map<string, ReusedBlock>;
 }
 
 /** Seals everything dirty. Returns null when nothing changed since the last seal. */
-export async function seal(d: SealDeps, reason: string): Promise<SealResult | null> {
+export async function seal(deps: SealDeps, reason: string): Promise<SealResult | null> {
   const started = Date.now();
-  const floor = d.journal.currentSeq;
-  d.journal.sealFloor = floor;
-  const base = d.journal.base();
-  if (d.journal.dirtyCount === 0 && base.snapshot !== null) return null;
-  const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 } };
+  const floor = deps.journal.currentSeq;
+  deps.journal.sealFloor = floor;
+  const base = deps.journal.base();
+  if (deps.journal.dirtyCount === 0 && base.snapshot !== null) return null;
+  const last = deps.fence.observed;
+  const since = last && last.done && deps.fence.gc.opts.monotonic() - last.atMs < FENCE_REUSE_MS ? last : await deps.fence.gc.observe();
+  const d: SealDeps = { ...deps, objects: deps.objects.tracking(new ReuseLog()) };
+  const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 }, reused: new Map() };
   const memo = new Map<number, Promise<string[]>>();
   const root = await sealDir(d, ROOT_INO, '', tally, memo);
   const r = d.journal.get(ROOT_INO);
@@ -68,7 +84,8 @@ export async function seal(d: SealDeps, reason: string): Promise<SealResult | nu
     stats: mergeStats(prevStats, tally.stats), reason,
     ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}),
   });
-  const gen = await advanceHead(d.objects.store, d.org, d.home, base.gen, snapshotId);
+  const { gen, observed } = await fencedAdvance(d.fence.gc, since, d.objects, (gone) => reupload(d, gone, tally.reused), d.home, base.gen, snapshotId);
+  deps.fence.observed = observed;
   d.journal.txn(() => {
     d.journal.setBase({ snapshot: snapshotId, gen });
     d.journal.clearDirty(floor);
@@ -167,6 +184,8 @@ function sealFile(d: SealDeps, ino: number, t: Tally): Promise<string[]> {
         await d.objects.putBlock(hash, data);
         t.blocksNew++;
         t.bytesUploaded += len;
+      } else {
+        t.reused.set(hash, { ino, offset: off, length: len });
       }
       out.push(hash);
     }
@@ -174,4 +193,30 @@ function sealFile(d: SealDeps, ino: number, t: Tally): Promise<string[]> {
     d.journal.update(ino, { blocks: out, sealedSize: node.size, dirty: undefined });
     return out;
   });
+}
+
+/**
+ * A gc that overlapped this seal deleted blocks it deduplicated against: upload them again from the upper
+ * files. A file rewritten since cannot give the old bytes back: it is marked wholly dirty and the seal fails
+ * with HEAD unchanged, so the next seal hashes it afresh.
+ */
+async function reupload(d: SealDeps, gone: string[], reused: Map<string, ReusedBlock>): Promise<void> {
+  let lost = 0;
+  for (const hash of gone) {
+    const at = reused.get(hash);
+    if (!at) throw new Error(`seal: block ${hash.slice(0, 12)} is gone but was not deduplicated by this seal`);
+    await d.content.withLock(at.ino, async () => {
+      const data = d.journal.get(at.ino)?.local !== undefined ? await d.upper.read(at.ino, at.offset, at.length).catch(() => null) : null;
+      if (data && data.length === at.length && hashBuffer(data) === hash) {
+        await d.objects.putBlock(hash, data);
+        return;
+      }
+      lost++;
+      d.journal.txn(() => {
+        d.journal.update(at.ino, { dirty: 'all' });
+        d.journal.markDirty(at.ino);
+      });
+    });
+  }
+  if (lost > 0) throw new Error(`seal: a concurrent gc deleted ${lost} blocks this seal deduplicated against and their files changed since; HEAD is unchanged and they are sealed again next time`);
 }
