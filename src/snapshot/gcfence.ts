@@ -142,9 +142,13 @@ export class GcFence {
 
   /** Waits until no gc is running (or the running one is stale); returns that observation. */
   async settled(): Promise<EpochState> {
+    const giveUp = this.opts.monotonic() + this.opts.maxRunMs + this.opts.staleMarginMs;
     for (;;) {
       const s = await this.observe();
       if (s.done || this.isStale(s)) return s;
+      if (this.opts.monotonic() > giveUp) {
+        throw new UserError(`gc epoch ${s.epoch} of org ${this.org} has not ended for hours and its record is unreadable; run 'homefs gc --org ${this.org}' to close it`);
+      }
       await this.opts.sleep(this.opts.pollMs);
     }
   }
