@@ -23,7 +23,8 @@ import { LRUCache } from 'lru-cache';
 import { hashBuffer } from '../hash/blake3.js';
 import { assertHash, blockKey, metaKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
-import { CorruptObjectError, StoreUnavailableError, errorMessage } from '../util/errors.js';
+import { verifyObject, type HashFn } from '../store/verify.js';
+import { StoreUnavailableError, errorMessage } from '../util/errors.js';
 import { validateName } from '../util/names.js';
 import { DiskFiles, preadRange, type ObjectKind } from './diskfiles.js';
 import { FdCache } from './fdcache.js';
@@ -67,7 +68,7 @@ export interface BlockCacheOptions {
   fetchTimeoutMs?: number;
   logger?: Logger;
   /** BLAKE3 of a buffer as 64 hex digits; default hashes on the calling thread (pass a worker pool's). */
-  hash?: (data: Buffer) => string | Promise<string>;
+  hash?: HashFn;
   /** Prefetch requests queued beyond this are dropped. Default 65536. */
   maxPrefetchQueue?: number;
   /** Open file handles kept for disk range reads. Default 32. */
@@ -103,7 +104,7 @@ export class BlockCache {
   private readonly slots: FetchSlots;
   private readonly prefetchQueue: Array<{ kind: ObjectKind; hash: string }> = [];
   private readonly prefetchQueued = new Set<string>();
-  private readonly hash: (data: Buffer) => string | Promise<string>;
+  private readonly hash: HashFn;
   private readonly timeoutMs: number;
   private readonly maxPrefetchQueue: number;
   private readonly log: Logger | undefined;
@@ -369,9 +370,7 @@ export class BlockCache {
     });
     work.catch(() => undefined); // its rejection is reported through the race, or nobody waits for it anymore
     try {
-      const data = await Promise.race([work, timeout]);
-      if ((await this.hash(data)) !== hash) throw new CorruptObjectError(key);
-      return data;
+      return await verifyObject(key, hash, await Promise.race([work, timeout]), this.hash);
     } catch (e) {
       this.counters.errors++;
       this.log?.warn({ op: 'cache.fetch', key, err: errorMessage(e) }, 'fetch failed');

@@ -4,7 +4,7 @@
  */
 import type { Command } from 'commander';
 import { ObjectStore } from '../snapshot/objects.js';
-import type { EntryKind, TreeEntry } from '../snapshot/types.js';
+import type { EntryKind, TreeEntry } from '../model/tree.js';
 import { resolveHomeSnapshot, resolvePath, walkTree, type WalkItem } from '../snapshot/walk.js';
 import { parseHomeRef } from '../util/names.js';
 import { addStoreOption, exitQuietlyOnEpipe, withStore } from './store-option.js';

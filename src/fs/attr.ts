@@ -3,7 +3,7 @@
  */
 import type { Attr, Entry } from '../fuse/types.js';
 import type { Inode } from '../inodes/types.js';
-import type { EntryKind } from '../snapshot/types.js';
+import type { EntryKind } from '../model/tree.js';
 
 const TYPE_BITS: Record<EntryKind, number> = {
   file: 0o100000, dir: 0o040000, symlink: 0o120000, fifo: 0o010000, socket: 0o140000, chardev: 0o020000, blockdev: 0o060000,

@@ -10,7 +10,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { Journal } from '../inodes/journal.js';
 import { advanceHead, readHead, type HeadRecord } from '../snapshot/heads.js';
 import type { ObjectStore } from '../snapshot/objects.js';
-import type { Snapshot, SnapshotStats } from '../snapshot/types.js';
+import type { Snapshot, SnapshotStats } from '../model/tree.js';
 import type { HomePaths } from './paths.js';
 
 export interface BaseChoice {

@@ -8,7 +8,7 @@
  *    large file, only the 4 MiB blocks listed in `local` (untouched blocks stay in the store).
  * Invariant: every block in `dirty` is local. A file without an upper file is exactly its sealed blocks.
  */
-import type { EntryKind } from '../snapshot/types.js';
+import type { EntryKind } from '../model/tree.js';
 
 export const ROOT_INO = 1;
 

@@ -6,7 +6,7 @@
  * Every method either completes synchronously (metadata from memory/LMDB) or, when a directory must be
  * loaded first, the caller awaits `ensureLoaded` and calls again. Errors are `FsError`s carrying an errno.
  */
-import type { Tree, TreeEntry } from '../snapshot/types.js';
+import type { Tree, TreeEntry } from '../model/tree.js';
 import { SingleFlight } from '../util/concurrency.js';
 import { E, fsErr, nowNs } from './errors.js';
 import type { Journal } from './journal.js';

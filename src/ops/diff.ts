@@ -5,7 +5,7 @@
  * removal plus one addition; a file is modified when its content, mode, owner, xattrs or target changed.
  */
 import type { ObjectStore } from '../snapshot/objects.js';
-import type { TreeEntry } from '../snapshot/types.js';
+import type { TreeEntry } from '../model/tree.js';
 
 export type ChangeKind = 'added' | 'removed' | 'modified';
 

@@ -4,9 +4,9 @@
  * snapshot, reason "fork") and creates the new home's generation 0. No tree or block is read or copied;
  * blocks dedupe within the org, so the fork shares everything until one side changes it.
  */
-import { hostname } from 'node:os';
-import { advanceHead, readHead } from '../snapshot/heads.js';
+import { commitSnapshot } from '../snapshot/commit.js';
 import { GcFence, type FenceOptions } from '../snapshot/gcfence.js';
+import { readHead } from '../snapshot/heads.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { assertSnapshotComplete } from './refs.js';
 import { resolveHomeSnapshot } from '../snapshot/walk.js';
@@ -26,28 +26,25 @@ export interface ForkResult {
   ms: number;
 }
 
-export interface CommitOptions {
+export interface FenceOption {
   /** gc fence timing (snapshot/gcfence.ts); tests shorten it. */
   fence?: Partial<FenceOptions>;
 }
 
-export async function forkHome(store: Store, src: HomeRef, dst: HomeRef, opts: CommitOptions = {}): Promise<ForkResult> {
+export async function forkHome(store: Store, src: HomeRef, dst: HomeRef, opts: FenceOption = {}): Promise<ForkResult> {
   if (src.org !== dst.org) throw new UserError(`cannot fork across orgs (${src.org} → ${dst.org}): blocks never dedupe across orgs; use pull and push`);
   if (src.home === dst.home) throw new UserError(`cannot fork ${src.org}/${src.home} onto itself`);
   const t0 = performance.now();
   const objects = new ObjectStore(store, src.org);
-  const fence = new GcFence(store, src.org, opts.fence);
-  const since = await fence.observe(); // before relying on the source snapshot (gcfence.ts)
+  const gc = new GcFence(store, src.org, opts.fence);
+  const since = await gc.observe(); // before relying on the source snapshot (gcfence.ts)
   const [from, existing] = await Promise.all([resolveHomeSnapshot(objects, src.home, src.snapshot), readHead(store, dst.org, dst.home)]);
   if (existing) throw new UserError(`home ${dst.org}/${dst.home} already exists (generation ${existing.gen}); fork into a new name`);
   const snap = await objects.getSnapshot(from);
-  const id = await objects.putSnapshot({
-    root: snap.root, parent: from, home: `${dst.org}/${dst.home}`, time: new Date().toISOString(), host: hostname(), stats: snap.stats, reason: 'fork',
-  });
-  const reverify = (): Promise<void> => assertSnapshotComplete(objects, from, `fork of ${src.org}/${src.home}`);
-  const write = (): Promise<number> => advanceHead(store, dst.org, dst.home, null, id);
-  const gen = await fence.commit(since, reverify, write).then((r) => r.result, (e: unknown) => {
+  const { snapshot, gen } = await commitSnapshot(objects, dst.home, null, { root: snap.root, parent: from, stats: snap.stats, reason: 'fork' }, {
+    fence: { gc, since, reverify: () => assertSnapshotComplete(objects, from, `fork of ${src.org}/${src.home}`) },
+  }).catch((e: unknown) => {
     throw e instanceof UserError ? new UserError(`home ${dst.org}/${dst.home} was created by someone else during the fork`) : e;
   });
-  return { source: `${src.org}/${src.home}`, from, target: `${dst.org}/${dst.home}`, snapshot: id, gen, ms: performance.now() - t0 };
+  return { source: `${src.org}/${src.home}`, from, target: `${dst.org}/${dst.home}`, snapshot, gen, ms: performance.now() - t0 };
 }

@@ -11,7 +11,7 @@ import { headsPrefix } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { listHistory, type HeadRecord } from '../snapshot/heads.js';
 import type { ObjectStore } from '../snapshot/objects.js';
-import type { TreeEntry } from '../snapshot/types.js';
+import type { TreeEntry } from '../model/tree.js';
 import { NotFoundError, UserError } from '../util/errors.js';
 import { validateName } from '../util/names.js';
 

@@ -6,11 +6,11 @@
  * A mounted home keeps sealing from the HEAD it started from; its next seal then loses the HEAD race and
  * is kept as a conflict snapshot. Put the home to sleep before rolling it back.
  */
-import { hostname } from 'node:os';
-import { advanceHead, readHead } from '../snapshot/heads.js';
+import { commitSnapshot } from '../snapshot/commit.js';
 import { GcFence } from '../snapshot/gcfence.js';
+import { readHead } from '../snapshot/heads.js';
 import { ObjectStore } from '../snapshot/objects.js';
-import type { CommitOptions } from './fork.js';
+import type { FenceOption } from './fork.js';
 import { assertSnapshotComplete } from './refs.js';
 import type { Store } from '../store/store.js';
 import { UserError } from '../util/errors.js';
@@ -25,18 +25,16 @@ export interface RollbackResult {
   gen: number;
 }
 
-export async function rollbackHome(store: Store, org: string, home: string, snapPrefix: string, opts: CommitOptions = {}): Promise<RollbackResult> {
+export async function rollbackHome(store: Store, org: string, home: string, snapPrefix: string, opts: FenceOption = {}): Promise<RollbackResult> {
   const objects = new ObjectStore(store, org);
-  const fence = new GcFence(store, org, opts.fence);
-  const since = await fence.observe(); // before relying on the old snapshot (gcfence.ts)
+  const gc = new GcFence(store, org, opts.fence);
+  const since = await gc.observe(); // before relying on the old snapshot (gcfence.ts)
   const head = await readHead(store, org, home);
   if (!head) throw new UserError(`home ${org}/${home} has no snapshots in ${store.url}`);
   const to = await objects.resolveSnapshot(snapPrefix);
   const old = await objects.getSnapshot(to);
-  const id = await objects.putSnapshot({
-    root: old.root, parent: head.snapshot, home: `${org}/${home}`, time: new Date().toISOString(), host: hostname(), stats: old.stats, reason: 'rollback',
+  const { snapshot, gen } = await commitSnapshot(objects, home, head.gen, { root: old.root, parent: head.snapshot, stats: old.stats, reason: 'rollback' }, {
+    fence: { gc, since, reverify: () => assertSnapshotComplete(objects, to, `rollback of ${org}/${home}`) },
   });
-  const reverify = (): Promise<void> => assertSnapshotComplete(objects, to, `rollback of ${org}/${home}`);
-  const { result: gen } = await fence.commit(since, reverify, () => advanceHead(store, org, home, head.gen, id));
-  return { home: `${org}/${home}`, to, previous: head.snapshot, snapshot: id, gen };
+  return { home: `${org}/${home}`, to, previous: head.snapshot, snapshot, gen };
 }

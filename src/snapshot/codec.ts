@@ -13,7 +13,7 @@
  */
 import { FormatError } from '../util/errors.js';
 import { blockRanges } from '../hash/blake3.js';
-import type { EntryKind, Snapshot, Tree, TreeEntry } from './types.js';
+import type { EntryKind, Snapshot, Tree, TreeEntry } from '../model/tree.js';
 
 export const TREE_MAGIC = Buffer.from('HFTR', 'latin1');
 /** Version written when any entry records a link count (v1 has no `nlink` field; both are read). */

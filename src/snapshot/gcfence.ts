@@ -24,7 +24,6 @@ import { defaults } from '../config.js';
 import { gcDoneKey, gcEpochKey, gcPrefix, decodeGen } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { NotFoundError, UserError } from '../util/errors.js';
-import { advanceHead } from './heads.js';
 import type { ObjectStore } from './objects.js';
 
 /** What one LIST of `<org>/gc/` says. */
@@ -196,19 +195,13 @@ export class GcFence {
 }
 
 /**
- * Advances HEAD of `org/home` from `fromGen` to `snapshot` under the fence. `objects` must be the tracking
- * view (ObjectStore.tracking) the commit used since `since` was observed: after an overlapping gc, reused
- * meta objects are written again and `reupload` gets the reused blocks that are gone (it uploads them from
- * its own bytes, or throws to abandon the commit with HEAD unchanged).
+ * The re-verification of a commit that deduplicated through `objects` (an ObjectStore.tracking view used
+ * since its first look): reused meta objects that are gone are written again, and `reupload` gets the
+ * reused blocks that are gone (it uploads them from its own bytes, or throws to give up with HEAD unchanged).
  */
-export async function fencedAdvance(
-  fence: GcFence, since: EpochState, objects: ObjectStore, reupload: (hashes: string[]) => Promise<void>,
-  home: string, fromGen: number | null, snapshot: string,
-): Promise<{ gen: number; observed: EpochState }> {
-  const reverify = async (): Promise<void> => {
+export function reverifyReused(objects: ObjectStore, reupload: (hashes: string[]) => Promise<void>): () => Promise<void> {
+  return async () => {
     const gone = await objects.restoreReused();
     if (gone.length > 0) await reupload(gone);
   };
-  const { result, observed } = await fence.commit(since, reverify, () => advanceHead(objects.store, objects.org, home, fromGen, snapshot));
-  return { gen: result, observed };
 }

@@ -10,10 +10,11 @@
 import { hashBuffer } from '../hash/blake3.js';
 import { assertHash, blockKey, metaKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
-import { CorruptObjectError, NotFoundError, UserError } from '../util/errors.js';
+import { verifyObject } from '../store/verify.js';
+import { NotFoundError, UserError } from '../util/errors.js';
 import { validateName } from '../util/names.js';
 import { decodeSnapshot, decodeTree, encodeSnapshot, encodeTree } from './codec.js';
-import type { Snapshot, Tree } from './types.js';
+import type { Snapshot, Tree } from '../model/tree.js';
 
 /** Objects up to this size are written without an existence check (a HEAD costs what a small PUT does). */
 export const SMALL_OBJECT = 64 * 1024;
@@ -54,9 +55,7 @@ export class ObjectStore {
   /** The verified bytes of block `hash`. NotFoundError if absent, CorruptObjectError if they do not match. */
   async getBlock(hash: string): Promise<Buffer> {
     const key = blockKey(this.org, hash);
-    const data = await this.store.get(key);
-    if (hashBuffer(data) !== hash) throw new CorruptObjectError(key);
-    return data;
+    return verifyObject(key, hash, await this.store.get(key));
   }
 
   /** Stores a block; `hash` must be the BLAKE3 of `data` (the caller just computed it). */
@@ -75,9 +74,7 @@ export class ObjectStore {
 
   private async getMeta(hash: string): Promise<Buffer> {
     const key = metaKey(this.org, hash);
-    const data = await this.store.get(key);
-    if (hashBuffer(data) !== hash) throw new CorruptObjectError(key);
-    return data;
+    return verifyObject(key, hash, await this.store.get(key));
   }
 
   private async putMeta(data: Buffer): Promise<string> {

@@ -21,7 +21,7 @@ import { mapLimit } from '../util/concurrency.js';
 import { UserError } from '../util/errors.js';
 import { ObjectStore } from './objects.js';
 import { OsHelper } from './oshelper.js';
-import type { TreeEntry } from './types.js';
+import type { TreeEntry } from '../model/tree.js';
 import { fileContent } from './walk.js';
 
 export interface PullOptions {

@@ -16,20 +16,21 @@
  */
 import { constants, type BigIntStats } from 'node:fs';
 import { lstat, open, readdir, readlink } from 'node:fs/promises';
-import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { blockRanges } from '../hash/blake3.js';
 import { HashPool } from '../hash/pool.js';
 import type { Store } from '../store/store.js';
 import { mapLimit, Semaphore } from '../util/concurrency.js';
 import { UserError } from '../util/errors.js';
+import { treeEntry } from '../model/entry.js';
 import { compareNames, nameProblem } from './codec.js';
 import { Excludes } from './excludes.js';
-import { fencedAdvance, GcFence, type EpochState, type FenceOptions } from './gcfence.js';
+import { commitSnapshot } from './commit.js';
+import { GcFence, reverifyReused, type EpochState, type FenceOptions } from './gcfence.js';
 import { readHead, type HeadRecord } from './heads.js';
 import { ObjectStore, ReuseLog } from './objects.js';
 import { OsHelper } from './oshelper.js';
-import type { EntryKind, TreeEntry } from './types.js';
+import type { EntryKind, TreeEntry } from '../model/tree.js';
 
 export interface PushProgress {
   phase: 'scan' | 'content' | 'trees' | 'done';
@@ -292,27 +293,9 @@ class Pusher {
   }
 
   entry(n: Node): TreeEntry {
-    const e: TreeEntry = {
-      name: n.name,
-      kind: n.kind,
-      mode: Number(n.st.mode & 0o7777n),
-      uid: Number(n.st.uid),
-      gid: Number(n.st.gid),
-      size: n.kind === 'file' || n.kind === 'symlink' ? n.size : 0,
-      mtimeNs: n.st.mtimeNs,
-      ctimeNs: n.st.ctimeNs,
-    };
-    if (n.xattrs && n.xattrs.length > 0) e.xattrs = n.xattrs;
-    if (n.kind === 'file') e.blocks = n.blocks ?? [];
-    if (n.kind === 'dir') e.tree = n.tree;
-    if (n.kind === 'symlink') e.target = n.target;
-    if (n.kind === 'chardev' || n.kind === 'blockdev') e.rdev = Number(n.st.rdev);
-    if (n.link !== undefined) {
-      e.link = n.link;
-      if (n.linkCount !== undefined) e.nlink = n.linkCount;
-    }
-    if (n.kind === 'dir') e.nlink = 2 + (n.children ?? []).filter((c) => c.kind === 'dir' && !c.vanished).length;
-    return e;
+    const attrs = { kind: n.kind, mode: Number(n.st.mode), uid: Number(n.st.uid), gid: Number(n.st.gid), size: n.size, mtimeNs: n.st.mtimeNs, ctimeNs: n.st.ctimeNs, xattrs: n.xattrs, target: n.target, rdev: Number(n.st.rdev) };
+    if (n.kind === 'dir') return treeEntry(n.name, attrs, { tree: n.tree, nlink: 2 + (n.children ?? []).filter((c) => c.kind === 'dir' && !c.vanished).length });
+    return treeEntry(n.name, attrs, { blocks: n.blocks, link: n.link, nlink: n.link !== undefined ? n.linkCount : undefined });
   }
 
   emit(): void {
@@ -465,21 +448,18 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
     dirs: dirs.filter((d) => !d.vanished).length - 1,
     bytes: kept.reduce((s, n) => s + n.size, 0),
   };
-  const snapshot = await objects.putSnapshot({
-    root: root.tree as string,
-    parent: head?.snapshot ?? null,
-    home: `${org}/${home}`,
-    time: new Date().toISOString(),
-    host: opts.host ?? hostname(),
-    stats,
-    rootAttrs: { mode: Number(rootSt.mode & 0o7777n), uid: Number(rootSt.uid), gid: Number(rootSt.gid), mtimeNs: rootSt.mtimeNs },
-    reason: opts.reason ?? 'push',
-  });
   await opts.beforeCommit?.();
   const gone = async (hashes: string[]): Promise<void> => {
     throw new UserError(`a gc of org ${org} ran during this push and deleted ${hashes.length} blocks it deduplicated against; HEAD is unchanged: run the push again (it uploads them)`);
   };
-  const { gen } = await fencedAdvance(fence, since, objects, gone, home, head?.gen ?? null, snapshot);
+  const { snapshot, gen } = await commitSnapshot(objects, home, head?.gen ?? null, {
+    root: root.tree as string,
+    parent: head?.snapshot ?? null,
+    stats,
+    rootAttrs: { mode: Number(rootSt.mode & 0o7777n), uid: Number(rootSt.uid), gid: Number(rootSt.gid), mtimeNs: rootSt.mtimeNs },
+    reason: opts.reason ?? 'push',
+    ...(opts.host !== undefined ? { host: opts.host } : {}),
+  }, { fence: { gc: fence, since, reverify: reverifyReused(objects, gone) } });
   p.progress.phase = 'done';
   p.emit();
   return {

@@ -14,9 +14,10 @@ import { ROOT_INO, type Inode } from '../inodes/types.js';
 import type { UpperFiles } from '../inodes/upper.js';
 import { mapLimit } from '../util/concurrency.js';
 import type { Excludes } from './excludes.js';
-import { fencedAdvance, type EpochState, type GcFence } from './gcfence.js';
+import { commitSnapshot } from './commit.js';
+import { reverifyReused, type EpochState, type GcFence } from './gcfence.js';
 import { ReuseLog, SMALL_OBJECT, type ObjectStore } from './objects.js';
-import type { SnapshotStats, TreeEntry } from './types.js';
+import type { SnapshotStats, TreeEntry } from '../model/tree.js';
 
 export interface SealDeps {
   journal: Journal;
@@ -79,12 +80,11 @@ export async function seal(deps: SealDeps, reason: string): Promise<SealResult |
   const root = await sealDir(d, ROOT_INO, '', tally, memo);
   const r = d.journal.get(ROOT_INO);
   const prevStats = d.journal.getMeta<SnapshotStats>('stats');
-  const snapshotId = await d.objects.putSnapshot({
-    root, parent: base.snapshot, home: `${d.org}/${d.home}`, time: new Date().toISOString(), host: d.host,
-    stats: mergeStats(prevStats, tally.stats), reason,
+  const reverify = reverifyReused(d.objects, (gone) => reupload(d, gone, tally.reused));
+  const { snapshot: snapshotId, gen, observed } = await commitSnapshot(d.objects, d.home, base.gen, {
+    root, parent: base.snapshot, host: d.host, stats: mergeStats(prevStats, tally.stats), reason,
     ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}),
-  });
-  const { gen, observed } = await fencedAdvance(d.fence.gc, since, d.objects, (gone) => reupload(d, gone, tally.reused), d.home, base.gen, snapshotId);
+  }, { fence: { gc: d.fence.gc, since, reverify } });
   deps.fence.observed = observed;
   d.journal.txn(() => {
     d.journal.setBase({ snapshot: snapshotId, gen });

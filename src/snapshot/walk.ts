@@ -8,7 +8,7 @@ import { blockRanges } from '../hash/blake3.js';
 import { CorruptObjectError, NotFoundError, UserError } from '../util/errors.js';
 import { readHead } from './heads.js';
 import type { ObjectStore } from './objects.js';
-import type { TreeEntry } from './types.js';
+import type { TreeEntry } from '../model/tree.js';
 
 /** The snapshot id `org/home@snap` refers to (HEAD when `snap` is absent). UserError if there is none. */
 export async function resolveHomeSnapshot(objects: ObjectStore, home: string, snap?: string): Promise<string> {

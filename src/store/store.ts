@@ -25,8 +25,8 @@ export interface Store {
 
   /**
    * The bytes of `key`. Throws `NotFoundError` when the object does not exist. Safe to retry.
-   * The store itself does not verify content: callers that know the expected hash use
-   * `getVerified` (objects.ts), which throws `CorruptObjectError` on a mismatch.
+   * The store itself does not verify content: callers that know the expected hash check it with
+   * `verifyObject` (verify.ts), which throws `CorruptObjectError` on a mismatch.
    */
   get(key: string): Promise<Buffer>;
 

@@ -1,6 +1,7 @@
 /**
- * In-memory shapes of trees and snapshots. Their byte encodings (versioned, deterministic) live in
- * codec.ts and are specified in docs/format.md.
+ * In-memory shapes of trees and snapshots, shared by every layer (the journal's inodes are loaded from and
+ * sealed into tree entries). A leaf module: it imports nothing. Their byte encodings (versioned,
+ * deterministic) live in snapshot/codec.ts and are specified in docs/format.md.
  */
 
 export type EntryKind = 'file' | 'dir' | 'symlink' | 'fifo' | 'socket' | 'chardev' | 'blockdev';
