@@ -33,6 +33,9 @@ export function excludePatterns(env: NodeJS.ProcessEnv = process.env): string[] 
   return v.split(/[,\n]/).map((s) => s.trim()).filter((s) => s.length > 0);
 }
 
+/** Largest file a home holds (1 TiB): a bigger write or truncate answers EFBIG, as ext4 does past 16 TiB. */
+export const MAX_FILE_BYTES = 2 ** 40;
+
 export const defaults = {
   /** Parallel store requests per operation (uploads, existence checks, fetches). */
   storeParallelism: 16,

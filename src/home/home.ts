@@ -138,14 +138,14 @@ export class MountedHome {
       });
       const journal = choice.journal;
       const content = new Content(journal, upper, blocks, contentOpts);
-      content.usedBytes = journal.getMeta<{ bytes: number }>('stats')?.bytes ?? 0;
+      content.usedBytes = Content.seedUsedBytes(journal);
       const view = new HomeView(journal, {
         getTree: async (h) => decodeTree(await cache.get('meta', h), h),
         prefetchTrees: (hs) => cache.prefetch('meta', hs),
       });
-      view.onReclaim = (ino) => {
-        content.dropInode(ino);
-        void upper.remove(ino);
+      view.onReclaim = (node) => {
+        content.released(node);
+        void upper.remove(node.ino);
       };
       const ra = choice.rootAttrs;
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);

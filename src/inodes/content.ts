@@ -10,6 +10,10 @@ import { E, fsErr, nowNs } from './errors.js';
 import type { Journal } from './journal.js';
 import type { Inode } from './types.js';
 import type { UpperFiles } from './upper.js';
+import { MAX_FILE_BYTES } from '../config.js';
+
+/** Journal meta key of the home's file byte count. */
+const USED_BYTES = 'usedBytes';
 
 export interface BlockReader {
   /** A verified range of a block (clamped by the caller to the block's length). */
@@ -177,6 +181,7 @@ export class Content {
       let node = this.journal.get(ino);
       if (!node) throw fsErr(E.ENOENT);
       const end = offset + data.length;
+      if (end > MAX_FILE_BYTES) throw fsErr(E.EFBIG);
       this.checkQuota(end - node.size);
       // Bytes between the old end and `offset` become a hole; the old last block changes too.
       node = await this.makeLocal(node, Math.min(offset, node.size > 0 ? node.size - 1 : 0), Math.min(end, node.sealedSize ?? 0));
@@ -184,8 +189,9 @@ export class Content {
       const size = Math.max(node.size, end);
       const dirty = this.dirtyAfter(node, Math.min(offset, node.size), end, size);
       const local = node.local === 'all' ? 'all' : addIndices(node.local, Math.floor(Math.min(offset, node.size) / BLOCK_SIZE), Math.ceil(end / BLOCK_SIZE));
-      this.usedBytes += size - node.size;
+      const grown = size - node.size;
       this.journal.txn(() => {
+        this.account(grown);
         this.journal.update(ino, { size, ...times(this.journal.get(ino) ?? node), dirty, local });
         this.journal.markDirty(ino);
       });
@@ -200,6 +206,7 @@ export class Content {
       if (!node) throw fsErr(E.ENOENT);
       if (node.kind !== 'file') throw fsErr(node.kind === 'dir' ? E.EISDIR : E.EINVAL);
       const old = node.size;
+      if (size > MAX_FILE_BYTES) throw fsErr(E.EFBIG);
       if (size === old) return this.journal.update(ino, times(node));
       this.checkQuota(size - old);
       const low = Math.min(old, size);
@@ -208,8 +215,8 @@ export class Content {
       await this.upper.truncate(ino, size);
       const dirty = this.dirtyAfter(node, Math.max(0, low - 1), Math.max(old, size), size);
       const local = node.local === 'all' ? 'all' : addIndices(node.local, Math.floor(low / BLOCK_SIZE), Math.ceil(Math.max(old, size) / BLOCK_SIZE));
-      this.usedBytes += size - old;
       const next = this.journal.txn(() => {
+        this.account(size - old);
         const n = this.journal.update(ino, { size, ...times(this.journal.get(ino) ?? node), dirty, local });
         this.journal.markDirty(ino);
         return n;
@@ -243,7 +250,23 @@ export class Content {
     await this.serialize(ino, async () => undefined);
   }
 
-  dropInode(ino: number): void {
-    this.lastRead.delete(ino);
+  /**
+   * The home's file bytes (what a quota limits and df shows as used), kept in the journal in the same
+   * transaction as each size change, so a remount after kill -9 counts unsealed bytes too.
+   */
+  private account(delta: number): void {
+    this.usedBytes += delta;
+    this.journal.setMeta(USED_BYTES, this.usedBytes);
+  }
+
+  /** A file inode was reclaimed (last link gone, last handle closed): its bytes no longer count. Call inside its txn. */
+  released(node: Inode): void {
+    this.lastRead.delete(node.ino);
+    if (node.kind === 'file' && node.size > 0) this.account(-node.size);
+  }
+
+  /** The count a remount starts from: the journal's, else the base snapshot's exact byte count. */
+  static seedUsedBytes(journal: Journal): number {
+    return journal.getMeta<number>(USED_BYTES) ?? journal.getMeta<{ bytes: number }>('stats')?.bytes ?? 0;
   }
 }

@@ -82,7 +82,7 @@ export async function seal(deps: SealDeps, reason: string): Promise<SealResult |
   const prevStats = d.journal.getMeta<SnapshotStats>('stats');
   const reverify = reverifyReused(d.objects, (gone) => reupload(d, gone, tally.reused));
   const { snapshot: snapshotId, gen, observed } = await commitSnapshot(d.objects, d.home, base.gen, {
-    root, parent: base.snapshot, host: d.host, stats: mergeStats(prevStats, tally.stats), reason,
+    root, parent: base.snapshot, host: d.host, stats: { ...mergeStats(prevStats, tally.stats), bytes: d.content.usedBytes }, reason,
     ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}),
   }, { fence: { gc: d.fence.gc, since, reverify } });
   deps.fence.observed = observed;
@@ -93,7 +93,7 @@ export async function seal(deps: SealDeps, reason: string): Promise<SealResult |
   return { snapshot: snapshotId, gen, filesHashed: tally.filesHashed, bytesHashed: tally.bytesHashed, blocksNew: tally.blocksNew, bytesUploaded: tally.bytesUploaded, durationMs: Date.now() - started };
 }
 
-/** Stats are approximate for partially loaded homes: the sealed subtrees keep their previous counts. */
+/** File and directory counts are approximate for partially loaded homes (bytes come from the exact count the content layer keeps). */
 function mergeStats(prev: SnapshotStats | undefined, seen: SnapshotStats): SnapshotStats {
   return prev ? { files: Math.max(prev.files, seen.files), dirs: Math.max(prev.dirs, seen.dirs), bytes: Math.max(prev.bytes, seen.bytes) } : seen;
 }
