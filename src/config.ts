@@ -33,6 +33,9 @@ export function excludePatterns(env: NodeJS.ProcessEnv = process.env): string[] 
   return v.split(/[,\n]/).map((s) => s.trim()).filter((s) => s.length > 0);
 }
 
+/** Largest file a home holds (1 TiB): a bigger write or truncate answers EFBIG, as ext4 does past 16 TiB. */
+export const MAX_FILE_BYTES = 2 ** 40;
+
 export const defaults = {
   /** Parallel store requests per operation (uploads, existence checks, fetches). */
   storeParallelism: 16,
@@ -91,4 +94,11 @@ export const defaults = {
     /** A cached file's mtime (its persisted last use) is refreshed at most this often. */
     persistLastUseMs: 60_000,
   },
+  /** gc waits this long between announcing its epoch and marking (snapshot/gcfence.ts). */
+  gcFenceWaitMs: 3 * 60_000,
+  /** A committer starts its HEAD write at most this long after its last look at the gc epoch. */
+  gcCommitDeadlineMs: 10_000,
+  /** A gc stops deleting after this long; committers treat a running epoch as dead this margin later. */
+  gcMaxRunMs: 6 * 3600_000,
+  gcStaleMarginMs: 3600_000,
 };

@@ -90,11 +90,11 @@ test('ops commands: --json results, verify --full names a corrupted path, locali
     assert.deepEqual([rb.gen, rb.to], [2, first]);
     assert.equal(ok(['cat', 'acme/alice', 'notes/plan.md'], env), 'plan\n');
 
-    const gc = JSON.parse(ok(['gc', '--org', 'acme', '--grace', '0s', '--keep', '1', '--dry-run', '--json'], env)) as { dryRun: boolean; prunedGenerations: number; deletedObjects: number };
+    const gc = JSON.parse(ok(['gc', '--org', 'acme', '--grace', '0s', '--keep', '1', '--fence-wait', '0s', '--dry-run', '--json'], env)) as { dryRun: boolean; prunedGenerations: number; deletedObjects: number };
     assert.equal(gc.dryRun, true);
     assert.equal(gc.prunedGenerations, 2);
     assert.ok(gc.deletedObjects > 0);
-    assert.match(ok(['gc', '--grace', '0s', '--keep', '1'], env), /^acme: freed \d+ B \(\d+ objects\)/);
+    assert.match(ok(['gc', '--grace', '0s', '--keep', '1', '--fence-wait', '0s'], env), /^acme: freed \d+ B \(\d+ objects\)/);
     assert.match(ok(['verify', '--org', 'acme', '--full'], env), /^ok: 2 homes/);
 
     // Corrupt the block of notes/plan.md: verify finds it only when re-hashing, names the path, exits 1.

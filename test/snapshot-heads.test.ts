@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { commitSnapshot } from '../src/snapshot/commit.js';
 import { advanceHead, listHistory, readHead } from '../src/snapshot/heads.js';
+import { GcFence } from '../src/snapshot/gcfence.js';
 import { ObjectStore } from '../src/snapshot/objects.js';
 import { headKey } from '../src/store/keys.js';
 import { MemoryStore } from '../src/store/memory.js';
@@ -47,27 +48,28 @@ test('a malformed generation record is a FormatError', async () => {
   await assert.rejects(readHead(s, 'Acme', 'alice'), /invalid org name/);
 });
 
-test('commitSnapshot writes the snapshot, runs beforeHead last, and a throwing hook leaves HEAD alone', async () => {
+test('commitSnapshot writes the snapshot then HEAD under the gc fence; a failed re-verification leaves HEAD alone', async () => {
   const s = new MemoryStore();
   const objects = new ObjectStore(s, 'acme');
   const root = await objects.putTree({ entries: [] });
   const stats = { files: 0, dirs: 0, bytes: 0 };
-  const order: string[] = [];
-  const first = await commitSnapshot(objects, 'alice', null, { root, parent: null, stats, reason: 'push', host: 'h1' }, {
-    beforeHead: async () => {
-      order.push(`hook, head=${String(await readHead(s, 'acme', 'alice'))}`);
-    },
-  });
-  assert.deepEqual(order, ['hook, head=null'], 'the hook runs before HEAD exists');
+  const gc = new GcFence(s, 'acme', { waitMs: 0, pollMs: 1 });
+  let reverified = 0;
+  const fence = { gc, since: await gc.observe(), reverify: async () => void reverified++ };
+  const first = await commitSnapshot(objects, 'alice', null, { root, parent: null, stats, reason: 'push', host: 'h1' }, { fence });
+  assert.equal(reverified, 0, 'no gc overlapped: nothing to re-verify');
   assert.equal(first.gen, 0);
+  assert.deepEqual([first.observed?.epoch, first.observed?.done], [null, true]);
   assert.deepEqual(await readHead(s, 'acme', 'alice'), { gen: 0, snapshot: first.snapshot });
   const snap = await objects.getSnapshot(first.snapshot);
   assert.equal(snap.home, 'acme/alice');
   assert.equal(snap.host, 'h1');
   assert.equal(snap.reason, 'push');
 
+  const since = await gc.observe();
+  await gc.endEpoch(await gc.beginEpoch(), {}); // a whole gc runs between the first look and HEAD
   await assert.rejects(
-    commitSnapshot(objects, 'alice', 0, { root, parent: first.snapshot, stats, reason: 'sync' }, { beforeHead: () => Promise.reject(new Error('fenced')) }),
+    commitSnapshot(objects, 'alice', 0, { root, parent: first.snapshot, stats, reason: 'sync' }, { fence: { gc, since, reverify: () => Promise.reject(new Error('fenced')) } }),
     /fenced/,
   );
   assert.deepEqual(await readHead(s, 'acme', 'alice'), { gen: 0, snapshot: first.snapshot }, 'HEAD unchanged after an aborted commit');

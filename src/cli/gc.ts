@@ -18,6 +18,7 @@ interface Options {
   org?: string;
   grace: string;
   keep: string;
+  fenceWait: string;
   dryRun?: boolean;
   json?: boolean;
 }
@@ -31,10 +32,12 @@ export function register(program: Command): void {
     .option('--org <org>', 'only this org (default: every org in the store)')
     .option('--grace <duration>', 'keep unreferenced objects younger than this (covers seals in flight)', '24h')
     .option('--keep <n>', 'snapshots of history kept per home; older generations are pruned first', String(defaults.historyKeep))
+    .option('--fence-wait <duration>', 'wait between announcing the gc and marking, so commits in flight land first (docs/operations.md)', '3m')
     .option('--dry-run', 'report what would be pruned and deleted, delete nothing')
     .option('--json', 'print one JSON object per org')
     .action(async (o: Options) => {
       const graceMs = parseDuration('--grace', o.grace);
+      const waitMs = parseDuration('--fence-wait', o.fenceWait);
       const keep = Number(o.keep);
       if (!Number.isInteger(keep) || keep < 1) throw new UserError(`invalid --keep '${o.keep}': expected a positive integer`);
       if (o.org !== undefined) validateName('org', o.org);
@@ -42,7 +45,7 @@ export function register(program: Command): void {
       const results: GcResult[] = await withStore(o.store, false, async (store) => {
         const orgs = o.org !== undefined ? [o.org] : await listOrgs(store);
         const out: GcResult[] = [];
-        for (const org of orgs) out.push(await gcOrg(store, org, { graceMs, keep, dryRun: !!o.dryRun, onProgress: (p, d, t) => progress.update(`gc ${org} ${p}`, d, t) }));
+        for (const org of orgs) out.push(await gcOrg(store, org, { graceMs, keep, dryRun: !!o.dryRun, fence: { waitMs }, onProgress: (p, d, t) => progress.update(`gc ${org} ${p}`, d, t) }));
         return out;
       }).finally(() => progress.stop());
       for (const r of results) {

@@ -78,6 +78,8 @@ export class FuseAdapter {
       this.log.error({ op, err: (e as Error).message }, 'local state directory cannot take writes');
       return this.s.err(req, code === 'EROFS' ? E.EROFS : E.ENOSPC);
     }
+    // Limits of the local filesystem under the upper area are the caller's errors, not I/O errors.
+    if (code === 'EFBIG' || code === 'ENAMETOOLONG' || code === 'EOVERFLOW') return this.s.err(req, E[code]);
     this.hooks.failed('fuse');
     this.log.error({ op, err: e instanceof Error ? e.stack : String(e) }, 'request failed');
     this.s.err(req, E.EIO);

@@ -22,7 +22,8 @@ import { HomeView } from '../inodes/view.js';
 import { decodeTree } from '../snapshot/codec.js';
 import { Excludes } from '../snapshot/excludes.js';
 import { ObjectStore } from '../snapshot/objects.js';
-import { seal, type SealResult } from '../seal/seal.js';
+import { GcFence } from '../snapshot/gcfence.js';
+import { seal, type SealDeps, type SealResult } from '../seal/seal.js';
 import { openStore } from '../store/open.js';
 import { defaultMetrics } from '../metrics/homefs.js';
 import { MeteredStore } from '../metrics/store.js';
@@ -90,6 +91,8 @@ export class MountedHome {
   readonly finished: Promise<number> = new Promise((resolve) => {
     this.exitWith = resolve;
   });
+  /** The org's gc fence and this mount's last look at it (snapshot/gcfence.ts). */
+  private readonly gcFence: SealDeps['fence'];
 
   private constructor(
     readonly cfg: MountConfig,
@@ -109,6 +112,7 @@ export class MountedHome {
     this.capacity = new Capacity(paths.stateDir, cfg.quotaBytes, () => content.usedBytes);
     this.cacheMetrics = new CacheMetricsMirror(cache, defaultMetrics);
     this.lastSnapshot = journal.base().snapshot;
+    this.gcFence = { gc: new GcFence(store, cfg.org), observed: null };
   }
 
   static async wake(cfg: MountConfig, log: Logger, mountFn: MountFn): Promise<MountedHome> {
@@ -134,7 +138,8 @@ export class MountedHome {
       const choice = await chooseBase(objects, cfg.org, cfg.home, paths, fence, log, async (stale) => {
         const c = new Content(stale, upper, blocks, contentOpts);
         try {
-          await seal({ journal: stale, content: c, objects, excludes, home: cfg.home, host: hostname(), parallelism: defaults.sealParallelism }, 'conflict');
+          const staleFence = { gc: new GcFence(store, cfg.org), observed: null };
+          await seal({ journal: stale, content: c, objects, excludes, home: cfg.home, host: hostname(), parallelism: defaults.sealParallelism, fence: staleFence }, 'conflict');
         } catch (e) {
           if (!(e instanceof HeadConflictError)) throw e;
           log.warn({ err: e.message }, 'local changes kept as a conflict snapshot');
@@ -142,12 +147,12 @@ export class MountedHome {
       });
       const journal = choice.journal;
       const content = new Content(journal, upper, blocks, contentOpts);
-      content.usedBytes = journal.getMeta<{ bytes: number }>('stats')?.bytes ?? 0;
+      content.usedBytes = Content.seedUsedBytes(journal);
       const view = new HomeView(journal, {
         getTree: async (h) => decodeTree(await cache.get('meta', h), h),
         prefetchTrees: (hs) => cache.prefetch('meta', hs),
       });
-      view.onReclaim = (ino) => void content.reclaim(ino).catch((e: unknown) => log.warn({ op: 'reclaim', ino, err: errorMessage(e) }, 'cannot remove the upper file of a deleted file'));
+      view.onReclaim = (node) => void content.reclaim(node).catch((e: unknown) => log.warn({ op: 'reclaim', ino: node.ino, err: errorMessage(e) }, 'cannot remove the upper file of a deleted file'));
       const ra = choice.rootAttrs;
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
       const h = new MountedHome(cfg, paths, log, store, objects, cache, journal, upper, content, view, lease, unlock);
@@ -244,7 +249,7 @@ export class MountedHome {
       const r = await seal({
         journal: this.journal, content: this.content, objects: this.objects,
         excludes: new Excludes(this.cfg.excludes), home: this.cfg.home, host: this.host, parallelism: defaults.sealParallelism,
-        hash: (data) => this.hashPool.hash(data),
+        hash: (data) => this.hashPool.hash(data), fence: this.gcFence,
       }, reason);
       this.lastSealAt = Date.now();
       this.lastError = null;

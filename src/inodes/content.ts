@@ -4,8 +4,9 @@
  * file's 4 MiB blocks one by one) and record which blocks are dirty, so the seal hashes only those.
  *
  * This class is the single place where a file's stored bytes change: write, truncate, the seal's capture
- * (`sealFile`) and the release of an unlinked file's upper data (`reclaim`). Each moves the file along its
- * state machine (filestate.ts) and journals the new state; `usedBytes` is accounted here.
+ * (`sealFile`, `restoreBlock`) and the release of an unlinked file (`reclaim`). Each moves the file along
+ * its state machine (filestate.ts) and journals the new state; `usedBytes` (the quota's count) is kept
+ * here, in the same journal transaction as each size change.
  *
  * All changes to one inode's content are serialized (copy-up must never race a write into the same block).
  */
@@ -18,6 +19,10 @@ import {
 import type { Journal } from './journal.js';
 import type { Inode } from './types.js';
 import type { UpperFiles } from './upper.js';
+import { MAX_FILE_BYTES } from '../config.js';
+
+/** Journal meta key of the home's file byte count. */
+const USED_BYTES = 'usedBytes';
 
 export interface BlockReader {
   /** A verified range of a block (clamped by the caller to the block's length). */
@@ -166,14 +171,16 @@ export class Content {
       let node = this.journal.get(ino);
       if (!node) throw fsErr(E.ENOENT);
       const end = offset + data.length;
+      if (end > MAX_FILE_BYTES) throw fsErr(E.EFBIG);
       this.checkQuota(end - node.size);
       // Bytes between the old end and `offset` become a hole; the old last block changes too.
       node = await this.makeLocal(node, Math.min(offset, node.size > 0 ? node.size - 1 : 0), Math.min(end, contentOf(node).sealed.size));
       await this.upper.write(ino, offset, data);
       const size = Math.max(node.size, end);
       const content = changed(contentOf(node), Math.min(offset, node.size), end, size);
-      this.usedBytes += size - node.size;
+      const grown = size - node.size;
       this.journal.txn(() => {
+        this.account(grown);
         this.journal.update(ino, { size, ...times(this.journal.get(ino) ?? node), content });
         this.journal.markChanged(ino);
       });
@@ -188,6 +195,7 @@ export class Content {
       if (!node) throw fsErr(E.ENOENT);
       if (node.kind !== 'file') throw fsErr(node.kind === 'dir' ? E.EISDIR : E.EINVAL);
       const old = node.size;
+      if (size > MAX_FILE_BYTES) throw fsErr(E.EFBIG);
       if (size === old) return this.journal.update(ino, times(node));
       this.checkQuota(size - old);
       const low = Math.min(old, size);
@@ -195,8 +203,8 @@ export class Content {
       else if (low > 0) node = await this.makeLocal(node, low - 1, low);
       await this.upper.truncate(ino, size);
       const content = changed(contentOf(node), Math.max(0, low - 1), Math.max(old, size), size);
-      this.usedBytes += size - old;
       const next = this.journal.txn(() => {
+        this.account(size - old);
         const n = this.journal.update(ino, { size, ...times(this.journal.get(ino) ?? node), content });
         this.journal.markChanged(ino);
         return n;
@@ -241,15 +249,57 @@ export class Content {
     });
   }
 
+  /**
+   * A block that this file's last seal deduplicated against (bytes [offset, offset + length)) was deleted
+   * by a concurrent gc. Under the content lock, the bytes are read back from the upper file and handed to
+   * `store`, which re-uploads them if they still hash to the block and says so. If they do not (the file
+   * changed there since), the block is marked dirty, so the next seal hashes it afresh, and the result is
+   * false.
+   */
+  restoreBlock(ino: number, offset: number, length: number, store: (data: Buffer) => Promise<boolean>): Promise<boolean> {
+    return this.serialize(ino, async () => {
+      const node = this.journal.get(ino);
+      if (!node?.content) return false;
+      const c = node.content;
+      // Sealed bytes always come from the upper file; a block that is not local cannot be read back.
+      if (!isLocal(c, Math.floor(offset / BLOCK_SIZE))) return false;
+      const data = await this.upper.read(ino, offset, length).catch(() => null);
+      if (data && (await store(data))) return true;
+      this.journal.txn(() => {
+        this.journal.update(ino, { content: changed(c, offset, offset + length, node.size) });
+        this.journal.markChanged(ino);
+      });
+      return false;
+    });
+  }
+
   /** Waits for queued content changes of this inode. */
   async settle(ino: number): Promise<void> {
     await this.serialize(ino, async () => undefined);
   }
 
-  /** An unlinked inode was released for good: its upper data goes. */
-  reclaim(ino: number): Promise<void> {
-    this.lastRead.delete(ino);
-    return this.upper.remove(ino);
+  /**
+   * The home's file bytes (what a quota limits and df shows as used), kept in the journal in the same
+   * transaction as each size change, so a remount after kill -9 counts unsealed bytes too.
+   */
+  private account(delta: number): void {
+    this.usedBytes += delta;
+    this.journal.setMeta(USED_BYTES, this.usedBytes);
+  }
+
+  /**
+   * A file inode was reclaimed (last link gone, last handle closed). Call inside the transaction that
+   * removes it: its bytes stop counting in that transaction; its upper data is removed afterwards.
+   */
+  reclaim(node: Inode): Promise<void> {
+    this.lastRead.delete(node.ino);
+    if (node.kind === 'file' && node.size > 0) this.account(-node.size);
+    return this.upper.remove(node.ino);
+  }
+
+  /** The count a remount starts from: the journal's, else the base snapshot's exact byte count. */
+  static seedUsedBytes(journal: Journal): number {
+    return journal.getMeta<number>(USED_BYTES) ?? journal.getMeta<{ bytes: number }>('stats')?.bytes ?? 0;
   }
 }
 

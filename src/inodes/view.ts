@@ -43,8 +43,8 @@ export class HomeView {
   private readonly lookups = new Map<number, number>();
   /** Open handles per inode. */
   private readonly opens = new Map<number, number>();
-  /** Called when an unlinked inode is finally released, to drop its upper data. */
-  onReclaim: (ino: number) => void = () => undefined;
+  /** Called, inside the transaction that removes it, when an unlinked inode is finally released. */
+  onReclaim: (node: Inode) => void = () => undefined;
 
   constructor(readonly journal: Journal, private readonly trees: TreeSource) {}
 
@@ -142,8 +142,10 @@ export class HomeView {
   private maybeReclaim(ino: number): void {
     const i = this.journal.get(ino);
     if (!i || i.nlink > 0 || this.lookups.has(ino) || this.opens.has(ino)) return;
-    this.journal.remove(ino);
-    this.onReclaim(ino);
+    this.journal.txn(() => {
+      this.journal.remove(ino);
+      this.onReclaim(i);
+    });
   }
 
   // ---- lookups -----------------------------------------------------------------------------------

@@ -4,9 +4,11 @@
  * snapshot, reason "fork") and creates the new home's generation 0. No tree or block is read or copied;
  * blocks dedupe within the org, so the fork shares everything until one side changes it.
  */
-import { commitSnapshot, type CommitOptions } from '../snapshot/commit.js';
+import { commitSnapshot } from '../snapshot/commit.js';
+import { GcFence, type FenceOptions } from '../snapshot/gcfence.js';
 import { readHead } from '../snapshot/heads.js';
 import { ObjectStore } from '../snapshot/objects.js';
+import { assertSnapshotComplete } from './refs.js';
 import { resolveHomeSnapshot } from '../snapshot/walk.js';
 import type { Store } from '../store/store.js';
 import { HeadConflictError, UserError } from '../util/errors.js';
@@ -24,16 +26,24 @@ export interface ForkResult {
   ms: number;
 }
 
-/** `commit` is passed to commitSnapshot (e.g. a check that must hold right before HEAD moves). */
-export async function forkHome(store: Store, src: HomeRef, dst: HomeRef, commit: CommitOptions = {}): Promise<ForkResult> {
+export interface FenceOption {
+  /** gc fence timing (snapshot/gcfence.ts); tests shorten it. */
+  fence?: Partial<FenceOptions>;
+}
+
+export async function forkHome(store: Store, src: HomeRef, dst: HomeRef, opts: FenceOption = {}): Promise<ForkResult> {
   if (src.org !== dst.org) throw new UserError(`cannot fork across orgs (${src.org} → ${dst.org}): blocks never dedupe across orgs; use pull and push`);
   if (src.home === dst.home) throw new UserError(`cannot fork ${src.org}/${src.home} onto itself`);
   const t0 = performance.now();
   const objects = new ObjectStore(store, src.org);
+  const gc = new GcFence(store, src.org, opts.fence);
+  const since = await gc.observe(); // before relying on the source snapshot (gcfence.ts)
   const [from, existing] = await Promise.all([resolveHomeSnapshot(objects, src.home, src.snapshot), readHead(store, dst.org, dst.home)]);
   if (existing) throw new UserError(`home ${dst.org}/${dst.home} already exists (generation ${existing.gen}); fork into a new name`);
   const snap = await objects.getSnapshot(from);
-  const { snapshot, gen } = await commitSnapshot(objects, dst.home, null, { root: snap.root, parent: from, stats: snap.stats, reason: 'fork' }, commit).catch((e: unknown) => {
+  const { snapshot, gen } = await commitSnapshot(objects, dst.home, null, { root: snap.root, parent: from, stats: snap.stats, reason: 'fork' }, {
+    fence: { gc, since, reverify: () => assertSnapshotComplete(objects, from, `fork of ${src.org}/${src.home}`) },
+  }).catch((e: unknown) => {
     throw e instanceof HeadConflictError ? new UserError(`home ${dst.org}/${dst.home} was created by someone else during the fork`) : e;
   });
   return { source: `${src.org}/${src.home}`, from, target: `${dst.org}/${dst.home}`, snapshot, gen, ms: performance.now() - t0 };

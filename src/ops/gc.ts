@@ -10,16 +10,17 @@
  *     committed during the gc) is walked; what it references leaves the candidate list;
  *  5. delete the candidates, each after a last look at its mtime (one rewritten since the scan stays).
  *
- * Why this is safe while other hosts seal: a seal writes blocks → trees → snapshot → HEAD. Everything it
- * uploads is younger than the grace period and is never a candidate; everything it reuses from its base is
- * reachable from the base HEAD, which is retained. If the mark cannot read a root (missing or corrupt
- * object), gc stops before deleting anything: sweeping on a partial mark would delete live data.
- * The remaining window is a seal that dedupes against an object that has been garbage for longer than the
- * grace period without rewriting it, and commits after step 4; a sealer that re-puts such dedupe hits
- * (objects not in its base snapshot) closes it down to step 5's last look. docs/operations.md explains.
+ * Why this is safe while other hosts seal, fork or push: the whole run sits inside a gc epoch
+ * (snapshot/gcfence.ts). gc announces the epoch, waits `fence.waitMs` so that every commit that did not see
+ * the announcement has landed before the mark reads HEADs, and ends the epoch when it is done; a commit that
+ * may have overlapped waits for the end, re-verifies what it relies on, and only then writes HEAD. The grace
+ * period, the re-mark and the last look remain as a second line for writers that predate the fence. If the
+ * mark cannot read a root (missing or corrupt object), gc stops before deleting anything: sweeping on a
+ * partial mark would delete live data. A run that outlives `fence.maxRunMs` stops deleting.
  */
 import { keyHash, objectsPrefix } from '../store/keys.js';
 import type { ObjectInfo, Store } from '../store/store.js';
+import { GcFence, type FenceOptions } from '../snapshot/gcfence.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { mapLimit } from '../util/concurrency.js';
 import { UserError, errorMessage } from '../util/errors.js';
@@ -34,6 +35,10 @@ export interface GcOptions {
   keep: number;
   now?: () => number;
   onProgress?: (phase: string, done: number, total: number) => void;
+  /** The epoch protocol's timing (tests shorten the wait and inject clocks). */
+  fence?: Partial<FenceOptions>;
+  /** Test hook: runs after the epoch wait, before the mark. */
+  afterWait?: () => Promise<void>;
 }
 
 export interface GcResult {
@@ -52,6 +57,10 @@ export interface GcResult {
   rescued: number;
   /** Candidates rewritten (or gone) between the scan and their delete: kept. */
   refreshed: number;
+  /** The gc epoch this run held (null for a dry run, which announces nothing). */
+  epoch: number | null;
+  /** Candidates left because the run reached its maximum duration. */
+  overrun: number;
   deletedObjects: number;
   bytesFreed: number;
   seconds: number;
@@ -90,10 +99,27 @@ interface Candidate {
 }
 
 export async function gcOrg(store: Store, org: string, opts: GcOptions): Promise<GcResult> {
+  if (opts.dryRun) return sweepOrg(store, org, opts, null, null);
+  const fence = new GcFence(store, org, opts.fence);
+  const epoch = await fence.beginEpoch();
+  let result: GcResult | null = null;
+  try {
+    opts.onProgress?.('fence', 0, 1);
+    await fence.opts.sleep(fence.opts.waitMs);
+    await opts.afterWait?.();
+    result = await sweepOrg(store, org, opts, fence, epoch);
+    return result;
+  } finally {
+    await fence.endEpoch(epoch, result ? { deleted: result.deletedObjects, bytesFreed: result.bytesFreed } : { failed: 1 });
+  }
+}
+
+async function sweepOrg(store: Store, org: string, opts: GcOptions, fence: GcFence | null, epoch: number | null): Promise<GcResult> {
   const t0 = performance.now();
   const now = opts.now ?? Date.now;
   const objects = new ObjectStore(store, org);
   const progress = opts.onProgress ?? (() => undefined);
+  const overrun = (): boolean => fence !== null && performance.now() - t0 > fence.opts.maxRunMs - fence.opts.waitMs;
 
   const homes = await listHomes(store, org);
   let prunedGenerations = 0;
@@ -131,8 +157,13 @@ export async function gcOrg(store: Store, org: string, opts: GcOptions): Promise
   let deleted = 0;
   let bytesFreed = 0;
   let refreshed = 0;
+  let overran = 0;
   if (!opts.dryRun) {
     await mapLimit(doomed, 16, async (c) => {
+      if (overrun()) {
+        overran++;
+        return;
+      }
       // Last look right before the delete: an object rewritten since the scan (a seal re-uploading
       // content it dedupes against) is young again and stays.
       const current = await statKey(store, c.key);
@@ -153,6 +184,6 @@ export async function gcOrg(store: Store, org: string, opts: GcOptions): Promise
   return {
     org, dryRun: opts.dryRun, homes: homes.length, roots: roots.length, prunedGenerations,
     reachableObjects: reachable.meta.size + reachable.blocks.size, scannedObjects, scannedBytes, youngUnreferenced, rescued, refreshed,
-    deletedObjects: deleted, bytesFreed, seconds: (performance.now() - t0) / 1000,
+    deletedObjects: deleted, bytesFreed, epoch, overrun: overran, seconds: (performance.now() - t0) / 1000,
   };
 }

@@ -12,7 +12,7 @@ import type { Store } from '../store/store.js';
 import { listHistory, type HeadRecord } from '../snapshot/heads.js';
 import type { ObjectStore } from '../snapshot/objects.js';
 import type { TreeEntry } from '../model/tree.js';
-import { UserError } from '../util/errors.js';
+import { NotFoundError, UserError } from '../util/errors.js';
 import { validateName } from '../util/names.js';
 
 /** The homes of `org` that have at least one key under `<org>/homes/<home>/` (heads, conflicts, LEASE). */
@@ -123,4 +123,22 @@ export async function markTree(objects: ObjectStore, tree: string, prefix: strin
     }
   }
   await Promise.all(subdirs);
+}
+
+/**
+ * Throws a one-line UserError unless every object reachable from `snapshot` is present (trees read and
+ * verified, blocks asked about). Used by commits that reference an existing snapshot wholesale (fork,
+ * rollback) after a gc may have overlapped them (snapshot/gcfence.ts).
+ */
+export async function assertSnapshotComplete(objects: ObjectStore, snapshot: string, what: string): Promise<void> {
+  const r = emptyReachable();
+  let missing = 0;
+  try {
+    await markSnapshot(objects, snapshot, r);
+    missing = (await objects.missingBlocks([...r.blocks.keys()])).size;
+  } catch (e) {
+    if (!(e instanceof NotFoundError)) throw e;
+    missing = 1;
+  }
+  if (missing > 0) throw new UserError(`${what}: snapshot ${snapshot.slice(0, 12)} lost objects to a gc that ran meanwhile (it was no longer in any retained history); nothing was changed`);
 }

@@ -6,9 +6,12 @@
  * A mounted home keeps sealing from the HEAD it started from; its next seal then loses the HEAD race and
  * is kept as a conflict snapshot. Put the home to sleep before rolling it back.
  */
-import { commitSnapshot, type CommitOptions } from '../snapshot/commit.js';
+import { commitSnapshot } from '../snapshot/commit.js';
+import { GcFence } from '../snapshot/gcfence.js';
 import { readHead } from '../snapshot/heads.js';
 import { ObjectStore } from '../snapshot/objects.js';
+import type { FenceOption } from './fork.js';
+import { assertSnapshotComplete } from './refs.js';
 import type { Store } from '../store/store.js';
 import { UserError } from '../util/errors.js';
 
@@ -22,13 +25,16 @@ export interface RollbackResult {
   gen: number;
 }
 
-/** `commit` is passed to commitSnapshot (e.g. a check that must hold right before HEAD moves). */
-export async function rollbackHome(store: Store, org: string, home: string, snapPrefix: string, commit: CommitOptions = {}): Promise<RollbackResult> {
+export async function rollbackHome(store: Store, org: string, home: string, snapPrefix: string, opts: FenceOption = {}): Promise<RollbackResult> {
   const objects = new ObjectStore(store, org);
+  const gc = new GcFence(store, org, opts.fence);
+  const since = await gc.observe(); // before relying on the old snapshot (gcfence.ts)
   const head = await readHead(store, org, home);
   if (!head) throw new UserError(`home ${org}/${home} has no snapshots in ${store.url}`);
   const to = await objects.resolveSnapshot(snapPrefix);
   const old = await objects.getSnapshot(to);
-  const { snapshot, gen } = await commitSnapshot(objects, home, head.gen, { root: old.root, parent: head.snapshot, stats: old.stats, reason: 'rollback' }, commit);
+  const { snapshot, gen } = await commitSnapshot(objects, home, head.gen, { root: old.root, parent: head.snapshot, stats: old.stats, reason: 'rollback' }, {
+    fence: { gc, since, reverify: () => assertSnapshotComplete(objects, to, `rollback of ${org}/${home}`) },
+  });
   return { home: `${org}/${home}`, to, previous: head.snapshot, snapshot, gen };
 }

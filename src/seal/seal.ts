@@ -18,9 +18,10 @@ import type { Journal } from '../inodes/journal.js';
 import { ROOT_INO, type Inode } from '../inodes/types.js';
 import { treeEntry } from '../model/entry.js';
 import type { SnapshotStats, TreeEntry } from '../model/tree.js';
-import { commitSnapshot, type CommitOptions } from '../snapshot/commit.js';
+import { commitSnapshot } from '../snapshot/commit.js';
 import type { Excludes } from '../snapshot/excludes.js';
-import { SMALL_OBJECT, type ObjectStore } from '../snapshot/objects.js';
+import { reverifyReused, type EpochState, type GcFence } from '../snapshot/gcfence.js';
+import { ReuseLog, SMALL_OBJECT, type ObjectStore } from '../snapshot/objects.js';
 import { mapLimit } from '../util/concurrency.js';
 
 export interface SealDeps {
@@ -34,8 +35,18 @@ export interface SealDeps {
   parallelism: number;
   /** Hashes a block off the event loop; returns the bytes again (the input may have been transferred). */
   hash?: (data: Buffer) => Promise<{ hash: string; data: Buffer }>;
-  /** Passed to commitSnapshot (e.g. a check that must hold right before HEAD moves). */
-  commit?: CommitOptions;
+  /** The org's gc fence and this home's last look at it (a look older than `FENCE_REUSE_MS` is renewed). */
+  fence: { gc: GcFence; observed: EpochState | null };
+}
+
+/** A previous seal's last look at the gc epoch serves as the next seal's first look for this long. */
+const FENCE_REUSE_MS = 30_000;
+
+/** Where a block this seal deduplicated against (did not upload) came from, to upload it again if a gc took it. */
+interface ReusedBlock {
+  ino: number;
+  offset: number;
+  length: number;
 }
 
 export interface SealResult {
@@ -54,28 +65,34 @@ interface Tally {
   blocksNew: number;
   bytesUploaded: number;
   stats: SnapshotStats;
+  reused: Map<string, ReusedBlock>;
 }
 
 /** Seals everything changed. Returns null when nothing changed since the last seal. */
-export async function seal(d: SealDeps, reason: string): Promise<SealResult | null> {
+export async function seal(deps: SealDeps, reason: string): Promise<SealResult | null> {
   const started = Date.now();
-  const floor = d.journal.beginSeal();
-  const base = d.journal.base();
-  if (d.journal.changedCount === 0 && base.snapshot !== null) return null;
-  const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 } };
-  const memo = new Map<number, Promise<{ blocks: string[]; size: number }>>();
+  const floor = deps.journal.beginSeal();
+  const base = deps.journal.base();
+  if (deps.journal.changedCount === 0 && base.snapshot !== null) return null;
+  const last = deps.fence.observed;
+  const since = last && last.done && deps.fence.gc.opts.monotonic() - last.atMs < FENCE_REUSE_MS ? last : await deps.fence.gc.observe();
+  const d: SealDeps = { ...deps, objects: deps.objects.tracking(new ReuseLog()) };
+  const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 }, reused: new Map() };
+  const memo: Memo = new Map();
   const root = await sealDir(d, ROOT_INO, '', tally, memo);
   const r = d.journal.get(ROOT_INO);
   const prevStats = d.journal.getMeta<SnapshotStats>('stats');
-  const { snapshot, gen } = await commitSnapshot(d.objects, d.home, base.gen, {
-    root, parent: base.snapshot, host: d.host, stats: mergeStats(prevStats, tally.stats), reason,
+  const reverify = reverifyReused(d.objects, (gone) => reupload(d, gone, tally.reused));
+  const { snapshot, gen, observed } = await commitSnapshot(d.objects, d.home, base.gen, {
+    root, parent: base.snapshot, host: d.host, stats: { ...mergeStats(prevStats, tally.stats), bytes: d.content.usedBytes }, reason,
     ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}),
-  }, d.commit);
+  }, { fence: { gc: d.fence.gc, since, reverify } });
+  deps.fence.observed = observed;
   d.journal.sealCommitted({ snapshot, gen }, floor);
   return { snapshot, gen, filesHashed: tally.filesHashed, bytesHashed: tally.bytesHashed, blocksNew: tally.blocksNew, bytesUploaded: tally.bytesUploaded, durationMs: Date.now() - started };
 }
 
-/** Stats are approximate for partially loaded homes: the sealed subtrees keep their previous counts. */
+/** File and directory counts are approximate for partially loaded homes (bytes come from the exact count the content layer keeps). */
 function mergeStats(prev: SnapshotStats | undefined, seen: SnapshotStats): SnapshotStats {
   return prev ? { files: Math.max(prev.files, seen.files), dirs: Math.max(prev.dirs, seen.dirs), bytes: Math.max(prev.bytes, seen.bytes) } : seen;
 }
@@ -140,9 +157,31 @@ async function sealFile(d: SealDeps, ino: number, t: Tally): Promise<{ blocks: s
       await d.objects.putBlock(hash, data);
       t.blocksNew++;
       t.bytesUploaded += block.length;
+    } else {
+      t.reused.set(hash, { ino, offset: block.offset, length: block.length });
     }
     return hash;
   });
   if (r.captured) t.filesHashed++;
   return { blocks: r.blocks, size: r.size };
+}
+
+/**
+ * A gc that overlapped this seal deleted blocks it deduplicated against: upload them again from the upper
+ * files. A file rewritten there since cannot give the old bytes back: its block is marked dirty again and
+ * the seal fails with HEAD unchanged, so the next seal hashes it afresh.
+ */
+async function reupload(d: SealDeps, gone: string[], reused: Map<string, ReusedBlock>): Promise<void> {
+  let lost = 0;
+  for (const hash of gone) {
+    const at = reused.get(hash);
+    if (!at) throw new Error(`seal: block ${hash.slice(0, 12)} is gone but was not deduplicated by this seal`);
+    const restored = await d.content.restoreBlock(at.ino, at.offset, at.length, async (data) => {
+      if (data.length !== at.length || hashBuffer(data) !== hash) return false;
+      await d.objects.putBlock(hash, data);
+      return true;
+    });
+    if (!restored) lost++;
+  }
+  if (lost > 0) throw new Error(`seal: a concurrent gc deleted ${lost} blocks this seal deduplicated against and their files changed since; HEAD is unchanged and they are sealed again next time`);
 }

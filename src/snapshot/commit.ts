@@ -4,12 +4,13 @@
  * that must run right before HEAD is written live in one place.
  *
  * The caller has already written everything the snapshot references (blocks, trees). This writes the
- * snapshot object, runs `beforeHead` (if given), and creates HEAD generation `fromGen + 1` with
- * create-if-absent (heads.ts). A lost race leaves HEAD unchanged, records the snapshot under
- * `conflicts/` and throws HeadConflictError.
+ * snapshot object and creates HEAD generation `fromGen + 1` with create-if-absent (heads.ts), under the
+ * gc fence when one is given (gcfence.ts: waits out an overlapping gc and re-verifies first). A lost race
+ * leaves HEAD unchanged, records the snapshot under `conflicts/` and throws HeadConflictError.
  */
 import { hostname } from 'node:os';
 import type { RootAttrs, SnapshotStats } from '../model/tree.js';
+import type { EpochState, GcFence } from './gcfence.js';
 import { advanceHead } from './heads.js';
 import type { ObjectStore } from './objects.js';
 
@@ -29,17 +30,17 @@ export interface NewSnapshot {
 
 export interface CommitOptions {
   /**
-   * Runs after the snapshot object is written and immediately before HEAD is created. Throwing aborts the
-   * commit: HEAD is not touched and the error propagates (the snapshot stays as a collectable orphan).
-   * This is the hook for checks that must hold at the moment HEAD moves, e.g. a gc epoch fence that
-   * verifies no gc swept objects this commit relies on since the caller started.
+   * The org's gc fence, the caller's look at it from before it relied on any existing object, and how to
+   * make everything the snapshot references present again after an overlapping gc (or throw to give up).
    */
-  beforeHead?: () => Promise<void>;
+  fence?: { gc: GcFence; since: EpochState; reverify: () => Promise<void> };
 }
 
 export interface Committed {
   snapshot: string;
   gen: number;
+  /** The fence's look right before HEAD was written (a safe `since` for this process's next commit). */
+  observed: EpochState | null;
 }
 
 /**
@@ -51,7 +52,9 @@ export async function commitSnapshot(objects: ObjectStore, home: string, fromGen
     root: s.root, parent: s.parent, home: `${objects.org}/${home}`, time: new Date().toISOString(), host: s.host ?? hostname(),
     stats: s.stats, reason: s.reason, ...(s.rootAttrs ? { rootAttrs: s.rootAttrs } : {}),
   });
-  await opts.beforeHead?.();
-  const gen = await advanceHead(objects.store, objects.org, home, fromGen, snapshot);
-  return { snapshot, gen };
+  const write = (): Promise<number> => advanceHead(objects.store, objects.org, home, fromGen, snapshot);
+  const f = opts.fence;
+  if (!f) return { snapshot, gen: await write(), observed: null };
+  const { result, observed } = await f.gc.commit(f.since, f.reverify, write);
+  return { snapshot, gen: result, observed };
 }

@@ -19,9 +19,37 @@ import type { Snapshot, Tree } from '../model/tree.js';
 /** Objects up to this size are written without an existence check (a HEAD costs what a small PUT does). */
 export const SMALL_OBJECT = 64 * 1024;
 
+/**
+ * What a commit relied on without writing it: every existing object a dedupe check chose not to upload.
+ * Only these can have been garbage that a concurrent gc deletes (gcfence.ts); meta objects keep their bytes
+ * so they can be written again, blocks only their hash (the committer knows where its bytes are).
+ */
+export class ReuseLog {
+  readonly meta = new Map<string, Buffer>();
+  readonly blocks = new Set<string>();
+}
+
 export class ObjectStore {
-  constructor(readonly store: Store, readonly org: string) {
+  constructor(readonly store: Store, readonly org: string, readonly reuse: ReuseLog | null = null) {
     validateName('org', org);
+  }
+
+  /** The same objects, recording every dedupe hit in `log`. */
+  tracking(log: ReuseLog): ObjectStore {
+    return new ObjectStore(this.store, this.org, log);
+  }
+
+  /**
+   * After a gc may have overlapped: writes again every reused meta object that is gone and returns the
+   * reused blocks that are gone (the caller re-uploads them from its own bytes, or gives up).
+   */
+  async restoreReused(): Promise<string[]> {
+    const log = this.reuse;
+    if (!log) return [];
+    const metaKeys = [...log.meta.keys()].map((h) => metaKey(this.org, h));
+    const present = await this.store.has(metaKeys);
+    for (const [h, data] of log.meta) if (!present.has(metaKey(this.org, h))) await this.store.put(metaKey(this.org, h), data);
+    return [...(await this.missingBlocks([...log.blocks]))];
   }
 
   /** The verified bytes of block `hash`. NotFoundError if absent, CorruptObjectError if they do not match. */
@@ -39,7 +67,9 @@ export class ObjectStore {
   async missingBlocks(hashes: readonly string[]): Promise<Set<string>> {
     const unique = [...new Set(hashes)];
     const present = await this.store.has(unique.map((h) => blockKey(this.org, h)));
-    return new Set(unique.filter((h) => !present.has(blockKey(this.org, h))));
+    const missing = new Set(unique.filter((h) => !present.has(blockKey(this.org, h))));
+    if (this.reuse) for (const h of unique) if (!missing.has(h)) this.reuse.blocks.add(h);
+    return missing;
   }
 
   private async getMeta(hash: string): Promise<Buffer> {
@@ -52,6 +82,7 @@ export class ObjectStore {
     const key = metaKey(this.org, hash);
     // A small object is cheaper to write again (idempotent) than to ask about first: one round trip.
     if (data.length <= SMALL_OBJECT || !(await this.store.has([key])).has(key)) await this.store.put(key, data);
+    else this.reuse?.meta.set(hash, data);
     return hash;
   }
 

@@ -26,9 +26,10 @@ import { UserError } from '../util/errors.js';
 import { treeEntry } from '../model/entry.js';
 import { compareNames, nameProblem } from './codec.js';
 import { Excludes } from './excludes.js';
-import { commitSnapshot, type CommitOptions } from './commit.js';
+import { commitSnapshot } from './commit.js';
+import { GcFence, reverifyReused, type EpochState, type FenceOptions } from './gcfence.js';
 import { readHead, type HeadRecord } from './heads.js';
-import { ObjectStore } from './objects.js';
+import { ObjectStore, ReuseLog } from './objects.js';
 import { OsHelper } from './oshelper.js';
 import type { EntryKind, TreeEntry } from '../model/tree.js';
 
@@ -61,8 +62,10 @@ export interface PushOptions {
   host?: string;
   reason?: string;
   onProgress?: (p: PushProgress) => void;
-  /** Passed to commitSnapshot (e.g. a check that must hold right before HEAD moves). */
-  commit?: CommitOptions;
+  /** gc fence timing (gcfence.ts); tests shorten it. */
+  fence?: Partial<FenceOptions>;
+  /** Test hook: runs after every object is written, before HEAD (to interleave a gc deterministically). */
+  beforeCommit?: () => Promise<void>;
 }
 
 export interface PushResult {
@@ -316,7 +319,7 @@ function flatten(root: Node): Node[] {
 /** Snapshots directory `dir` as a new HEAD of `org/home`. Throws HeadConflictError if HEAD moved meanwhile. */
 export async function pushDirectory(dir: string, store: Store, org: string, home: string, opts: PushOptions = {}): Promise<PushResult> {
   const t0 = performance.now();
-  const objects = new ObjectStore(store, org);
+  const objects = new ObjectStore(store, org).tracking(new ReuseLog());
   const abs = resolve(dir);
   let rootSt: BigIntStats;
   try {
@@ -326,13 +329,15 @@ export async function pushDirectory(dir: string, store: Store, org: string, home
   }
   if (!rootSt.isDirectory()) throw new UserError(`cannot push ${dir}: not a directory`);
   const head = opts.fromHead !== undefined ? opts.fromHead : await readHead(store, org, home);
+  const fence = new GcFence(store, org, opts.fence);
+  const since = await fence.observe(); // before any dedupe check (gcfence.ts)
 
   const parentRoot = head && !opts.rehash ? (await objects.getSnapshot(head.snapshot)).root : null;
   const root: Node = { name: '', rel: '', abs, kind: 'dir', st: rootSt, depth: 0, size: 0 };
   const pool = new HashPool();
   try {
     const p = new Pusher(objects, opts, parentRoot, pool);
-    return await pushWith({ p, root, store, objects, org, home, head, opts, t0 });
+    return await pushWith({ p, root, store, objects, org, home, head, opts, t0, fence, since });
   } finally {
     await pool.close();
   }
@@ -348,9 +353,11 @@ interface PushContext {
   head: HeadRecord | null;
   opts: PushOptions;
   t0: number;
+  fence: GcFence;
+  since: EpochState;
 }
 
-async function pushWith({ p, root, store, objects, org, home, head, opts, t0 }: PushContext): Promise<PushResult> {
+async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fence, since }: PushContext): Promise<PushResult> {
   const rootSt = root.st;
   p.emit();
   await p.scan(root);
@@ -442,6 +449,10 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0 }: 
     dirs: dirs.filter((d) => !d.vanished).length - 1,
     bytes: kept.reduce((s, n) => s + n.size, 0),
   };
+  await opts.beforeCommit?.();
+  const gone = async (hashes: string[]): Promise<void> => {
+    throw new UserError(`a gc of org ${org} ran during this push and deleted ${hashes.length} blocks it deduplicated against; HEAD is unchanged: run the push again (it uploads them)`);
+  };
   const { snapshot, gen } = await commitSnapshot(objects, home, head?.gen ?? null, {
     root: root.tree as string,
     parent: head?.snapshot ?? null,
@@ -449,7 +460,7 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0 }: 
     rootAttrs: { mode: Number(rootSt.mode & 0o7777n), uid: Number(rootSt.uid), gid: Number(rootSt.gid), mtimeNs: rootSt.mtimeNs },
     reason: opts.reason ?? 'push',
     ...(opts.host !== undefined ? { host: opts.host } : {}),
-  }, opts.commit);
+  }, { fence: { gc: fence, since, reverify: reverifyReused(objects, gone) } });
   p.progress.phase = 'done';
   p.emit();
   return {

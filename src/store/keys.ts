@@ -6,6 +6,8 @@
  *   <org>/homes/<home>/heads/<gen>      snapshot id of generation <gen>; created only if absent
  *   <org>/homes/<home>/conflicts/<...>  snapshots that lost a HEAD race, kept, never applied
  *   <org>/homes/<home>/LEASE            which host holds the home read-write, until when
+ *   <org>/gc/<epoch>                    a gc run announced (snapshot/gcfence.ts); created only if absent
+ *   <org>/gc/<epoch>.done               that run is over
  *
  * Generations are encoded as a fixed-width descending counter so that the newest sorts first.
  */
@@ -90,4 +92,16 @@ export function conflictKey(org: string, home: string, snapshot: string, timeMs:
 
 export function leaseKey(org: string, home: string): string {
   return `${homePrefix(org, home)}LEASE`;
+}
+
+export function gcPrefix(org: string): string {
+  return `${org}/gc/`;
+}
+
+export function gcEpochKey(org: string, epoch: number): string {
+  return gcPrefix(org) + encodeGen(epoch);
+}
+
+export function gcDoneKey(org: string, epoch: number): string {
+  return `${gcEpochKey(org, epoch)}.done`;
 }
