@@ -12,7 +12,7 @@ import { createLogger } from '../util/log.js';
 import { defaultStoreUrl, defaults, excludePatterns, storeDisabled } from '../config.js';
 import { MountedHome, type MountConfig } from '../home/home.js';
 import { homePaths } from '../home/paths.js';
-import { UserError, errorMessage } from '../util/errors.js';
+import { UsageError, UserError, errorMessage } from '../util/errors.js';
 import { parseHomeRef } from '../util/names.js';
 import { parseBytes, parseDuration } from '../util/units.js';
 
@@ -43,7 +43,7 @@ function isMountpoint(path: string): boolean {
 
 function buildConfig(ref: string, mnt: string, o: Options): MountConfig {
   const { org, home } = parseHomeRef(ref, false);
-  if (o.fsync !== 'store' && o.fsync !== 'local') throw new UserError(`invalid --fsync '${o.fsync}': use store or local`);
+  if (o.fsync !== 'store' && o.fsync !== 'local') throw new UsageError(`invalid --fsync '${o.fsync}': use store or local`);
   const mountpoint = resolve(mnt);
   return {
     org, home, mountpoint, storeUrl: o.store ?? defaultStoreUrl(),

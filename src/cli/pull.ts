@@ -29,7 +29,7 @@ export function register(program: Command): void {
     .option('--no-owners', 'do not restore owners even when running as root')
     .action(async (ref: string, dir: string, opts: Options) => {
       const { org, home, snapshot } = parseHomeRef(ref);
-      const res = await withStore(opts.store, false, async (store) => {
+      const res = await withStore(opts.store, {}, async (store) => {
         const id = await resolveHomeSnapshot(new ObjectStore(store, org), home, snapshot);
         return pullSnapshot(store, org, id, dir, { xattrs: opts.xattrs, owners: opts.owners === false ? false : undefined });
       });

@@ -107,7 +107,7 @@ export class MountedHome {
     mkdirSync(paths.stateDir, { recursive: true, mode: 0o700 });
     const unlock = acquirePidLock(paths.pidFile, `${cfg.org}/${cfg.home}`);
     try {
-      const store = new MeteredStore(await openStore(cfg.storeUrl, { write: !cfg.readOnly }), defaultMetrics);
+      const store = new MeteredStore(await openStore(cfg.storeUrl, { write: !cfg.readOnly, create: !cfg.readOnly }), defaultMetrics);
       const objects = new ObjectStore(store, cfg.org);
       const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log });
       await cache.init();
