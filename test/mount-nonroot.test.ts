@@ -8,11 +8,11 @@
  * fresh device node for the same device (10:229) is bind-mounted over /dev/fuse, mode 0600 root (the
  * machine in issue 14) or 0666; /etc/fuse.conf is replaced there too, so that --allow-other fails in
  * fusermount3 itself whatever the host's configuration. Everything mounted in the namespace goes away with
- * it; a daemon left behind by a failed run is killed by its pid file.
+ * it; a daemon left behind by a failed run is found by its command line and killed.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmod, chown, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN, run } from './support/homefs-mount.js';
@@ -55,6 +55,17 @@ function scenario(work: string): string {
     ${leftovers('slept')}
     echo "sealed $(${homefs} cat acme/agent note.txt --store file://${work}/store)"
   `;
+}
+
+/** Pids of homefs daemons whose command line names `mnt`. */
+async function daemonsOf(mnt: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const d of await readdir('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    const argv = (await readFile(`/proc/${d}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    if (argv.includes(mnt) && argv.includes('--foreground') && argv.includes(BIN)) pids.push(Number(d));
+  }
+  return pids;
 }
 
 function field(out: string, key: string): string {
@@ -100,9 +111,9 @@ test('mount as a non-root user: works with /dev/fuse open to it; failures return
     assert.equal(field(out, 'slept.lease'), 'absent');
     assert.equal(field(out, 'sealed'), 'hello');
   } finally {
-    // A scenario that died half-way may have left its daemon (and with it the namespace) alive.
-    const pid = Number.parseInt(await readFile(join(work, 'state/daemon.pid'), 'utf8').catch(() => ''), 10);
-    if (Number.isInteger(pid) && pid > 0) {
+    // A scenario that died half-way (or a daemon that hung, the bug this tests) may have left daemons
+    // serving this test's mountpoint, and with them the namespace: kill exactly those.
+    for (const pid of await daemonsOf(join(work, 'mnt'))) {
       try {
         process.kill(pid, 'SIGKILL');
       } catch {
