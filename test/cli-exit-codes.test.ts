@@ -51,11 +51,12 @@ test('exit codes: listed by --help, and distinct for usage, user error, store, d
       assert.match(help.stdout, new RegExp(`^ +${code} +${what}`, 'm'), `--help lists exit code ${code}`);
     }
 
-    const env = { HOMEFS_STORE: `file://${join(work, 'store')}`, HOMEFS_DATA_DIR: join(work, 'data') };
+    const env = { HOMEFS_STORE: `file://${join(work, 'store')}`, HOMEFS_DATA_DIR: join(work, 'data'), AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' };
     const src = join(work, 'src');
     await mkdir(src);
     await writeFile(join(src, 'a.txt'), 'alpha\n');
     assert.equal((await homefs(['push', src, 'acme/alice'], env)).code, 0);
+    const refused = 's3://homes/acme?endpoint=http://127.0.0.1:1'; // loopback, nothing listens: connection refused
 
     const cases: Array<[string[], number, RegExp]> = [
       [['log', 'acme/alice', '--bogus'], 2, /unknown option '--bogus'/],
@@ -63,6 +64,8 @@ test('exit codes: listed by --help, and distinct for usage, user error, store, d
       [['verify'], 2, /give either <org>\/<home> or --org ORG/],
       [['log', 'acme/nobody'], 1, /home acme\/nobody has no snapshots/],
       [['log', 'acme/alice', '--store', join(work, 'no-store')], 3, /store file:\/\/.*\/no-store does not exist; check --store or HOMEFS_STORE/],
+      [['verify', 'acme/alice', '--store', refused], 3, /store s3:\/\/homes\/acme\?endpoint=http:\/\/127\.0\.0\.1:1.* is unreachable: connect ECONNREFUSED/],
+      [['verify', 'acme/alice', '--store', 's3://homes/x?bogus=1'], 2, /store URL s3:\/\/homes\/x: unknown option 'bogus'/],
       [['verify', 'acme/alice', '--store', 'file:///dev/null/store'], 3, /cannot open store file:\/\/\/dev\/null\/store: a component of its path is not a directory/],
       [['mount', 'acme/alice', join(work, 'mnt'), '--log-level', 'loud'], 2, /invalid --log-level 'loud': use one of trace, debug, info/],
     ];
