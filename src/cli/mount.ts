@@ -5,7 +5,7 @@
  * SIGTERM/SIGINT or umount, each of which performs the final seal first.
  */
 import { spawn } from 'node:child_process';
-import { openSync, statSync, closeSync, readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { isAbsolute, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { createLogger, parseLevel } from '../util/log.js';
@@ -127,7 +127,12 @@ async function runDaemon(cfg: MountConfig, level: string): Promise<void> {
 /** The daemon's last logged error, to explain an exit that came without a report. */
 function lastLoggedError(log: string): string | null {
   try {
-    const lines = readFileSync(log, 'utf8').trimEnd().split('\n').slice(-20).reverse();
+    const fd = openSync(log, 'r');
+    const size = fstatSync(fd).size;
+    const tail = Buffer.alloc(Math.min(size, 64 * 1024)); // the log may be long; its end is enough
+    readSync(fd, tail, 0, tail.length, size - tail.length);
+    closeSync(fd);
+    const lines = tail.toString('utf8').trimEnd().split('\n').slice(-20).reverse();
     for (const l of lines) {
       const err = (JSON.parse(l) as { err?: unknown }).err;
       if (typeof err === 'string') return err;
@@ -155,6 +160,7 @@ async function startBackground(cfg: MountConfig, argv: string[]): Promise<void> 
       child.on('message', (m: StartReport) => {
         clearTimeout(timer);
         if (m.ready) resolvePromise();
+        else if (m.exitCode === ExitCode.internal) reject(new UserError(`internal error in the daemon: ${m.error} (stack trace in ${paths.log})`, m.exitCode));
         else reject(new UserError(m.error, m.exitCode));
       });
       child.on('exit', (code, signal) => {
