@@ -78,6 +78,15 @@ test('exit codes: listed by --help, and distinct for usage, user error, store, d
     }
     assert.ok(!existsSync(join(work, 'data')), 'the refused mount started no daemon (no state directory, no daemon.log)');
 
+    // A daemon that fails before its mount is live (here: a cache directory under /proc, on which Node's
+    // recursive mkdir spun forever) returns at once, with its reason, leaving no lease or pid lock.
+    const failed = await homefs(['mount', 'acme/alice', join(work, 'mnt'), '--state-dir', join(work, 'state'), '--cache-dir', '/proc/nope/cache'], env);
+    assert.equal(failed.code, 1, failed.stderr);
+    assert.match(failed.stderr, /^homefs: cannot create directory \/proc\/nope: /);
+    oneLine(failed, 'mount with a cache directory under /proc');
+    assert.ok(!existsSync(join(work, 'store/acme/homes/alice/LEASE')), 'lease released');
+    assert.ok(!existsSync(join(work, 'state/daemon.pid')), 'pid lock released');
+
     // Damage: a block that no longer matches its hash is found by verify --full (4); cat meets it too.
     const h = hashBuffer(Buffer.from('alpha\n'));
     await writeFile(join(work, 'store/acme/blocks', h.slice(0, 2), h), 'tampered');
