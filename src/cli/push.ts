@@ -25,10 +25,10 @@ interface Options {
 
 /** Push's counters on the shared progress bar: entries while scanning, then files with bytes hashed. */
 function showProgress(bar: Progress, p: PushProgress): void {
-  if (p.phase === 'scan') bar.update('scanning', p.files, 0, 'entries');
+  if (p.phase === 'scan') bar.update('scanning entries', p.files, 0);
   else if (p.phase === 'content') {
-    bar.update('push', p.files, p.filesTotal, `files; ${formatBytes(p.bytesHashed)} hashed, ${formatBytes(p.bytesUploaded)} uploaded (${p.blocksNew} new blocks)`);
-  } else bar.update(p.phase === 'trees' ? 'writing trees' : 'done', p.filesTotal, p.filesTotal);
+    bar.update('push files', p.files, p.filesTotal, `${formatBytes(p.bytesHashed)} hashed, ${formatBytes(p.bytesUploaded)} uploaded (${p.blocksNew} new blocks)`);
+  } else bar.update(p.phase === 'trees' ? 'writing trees' : 'done', p.files, p.filesTotal);
 }
 
 /** The same checks as pushDirectory's, before the store is opened (and maybe created) for nothing. */

@@ -45,17 +45,17 @@ function precheck(abs: string): void {
 
 const FUSE_DEVICE = '/dev/fuse';
 
-/** Why fuse_session_mount may have failed, from what can be checked here; fusermount3 also said why on stderr. */
+/** Why fuse_session_mount may have failed, from what can be checked here; libfuse also said why on stderr. */
 function mountFailureHint(abs: string, opts: MountOptions): string {
   const uid = process.getuid?.() ?? 0;
-  if (uid === 0) return 'see the mount error above on stderr';
+  if (uid === 0) return 'libfuse printed the reason on stderr: the daemon log, for a mount in the background';
   if (opts.allowOther) {
     let conf = '';
     try { conf = readFileSync('/etc/fuse.conf', 'utf8'); } catch { /* no fuse.conf: not allowed */ }
     if (!/^\s*user_allow_other\b/m.test(conf)) return 'allow_other needs user_allow_other in /etc/fuse.conf for a non-root user; add it, or drop --allow-other';
   }
   try { accessSync(abs, constants.W_OK); } catch { return `a non-root user must be able to write to the mountpoint ${abs}; chown it to uid ${uid}`; }
-  return 'fusermount3 printed the reason on stderr';
+  return 'fusermount3 printed the reason on stderr: the daemon log, for a mount in the background';
 }
 
 export function mountArgs(opts: MountOptions): string[] {

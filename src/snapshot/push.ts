@@ -324,9 +324,10 @@ class Pusher {
     this.unreadable.push({ path: node.rel, reason, dir: node.kind === 'dir' });
   }
 
-  /** Starts a phase of the progress report; `files`/`bytesTotal` count what the phase will go through. */
-  startPhase(phase: PushProgress['phase'], filesTotal = 0, bytesTotal = 0): void {
-    Object.assign(this.progress, { phase, files: 0, filesTotal, bytesTotal });
+  /** Starts a phase of the progress report; `totals` (content) restarts the file counter at 0 of them. */
+  startPhase(phase: PushProgress['phase'], totals?: { files: number; bytes: number }): void {
+    this.progress.phase = phase;
+    if (totals) Object.assign(this.progress, { files: 0, filesTotal: totals.files, bytesTotal: totals.bytes });
     this.emit();
   }
 
@@ -473,7 +474,7 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0 }: 
     else byInode.set(inodeKey(n), [n]);
   }
   const groups = [...byInode.values()];
-  p.startPhase('content', groups.length, groups.reduce((s, g) => s + Number((g[0] as Node).st.size), 0));
+  p.startPhase('content', { files: groups.length, bytes: groups.reduce((s, g) => s + Number((g[0] as Node).st.size), 0) });
   await mapLimit(groups, opts.parallelism ?? 16, async (group) => {
     // A file deleted since the scan (a live home) is left out; a hard link's other names may remain.
     // One this user cannot read is left out and named (its other names are the same inode: unreadable too).
