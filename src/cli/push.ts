@@ -46,7 +46,7 @@ export function register(program: Command): void {
   addStoreOption(
     program
       .command('push')
-      .description('snapshot a directory as the new HEAD of <org>/<home> (prints the snapshot id)')
+      .description('snapshot a directory as the new HEAD of <org>/<home> (prints the snapshot id); exit 5 if paths it could not read were left out')
       .argument('<dir>', 'directory to snapshot')
       .argument('<home>', '<org>/<home>'),
   )

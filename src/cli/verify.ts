@@ -1,7 +1,7 @@
 /**
  * `homefs verify <org>/<home> | --org ORG [--full]`: every object referenced by the retained history is
- * present (and trees/snapshots intact); --full re-hashes every block. Prints each damaged path; exits 4 (ExitCode.damage)
- * if anything is wrong.
+ * present (and trees/snapshots intact); --full re-hashes every block. Prints each damaged path; exits 4
+ * (damage found) if anything is wrong, and 3 if the store cannot be reached, so the two never look alike.
  */
 import type { Command } from 'commander';
 import { ObjectStore } from '../snapshot/objects.js';
