@@ -63,6 +63,8 @@ test('exit codes: listed by --help, and distinct for usage, user error, store, d
       [['gc', '--grace', 'soon'], 2, /invalid --grace 'soon'/],
       [['verify'], 2, /give either <org>\/<home> or --org ORG/],
       [['log', 'acme/nobody'], 1, /home acme\/nobody has no snapshots/],
+      [['ls', `acme/alice@${'0'.repeat(64)}`], 1, /no snapshot 0{64} in org acme/], // a mistyped id, not damage
+      [['fork', `acme/alice@${'0'.repeat(64)}`, 'acme/bob'], 1, /no snapshot 0{64} in org acme/],
       [['log', 'acme/alice', '--store', join(work, 'no-store')], 3, /store file:\/\/.*\/no-store does not exist; check --store or HOMEFS_STORE/],
       [['verify', 'acme/alice', '--store', refused], 3, /store s3:\/\/homes\/acme\?endpoint=http:\/\/127\.0\.0\.1:1.* is unreachable: connect ECONNREFUSED/],
       [['verify', 'acme/alice', '--store', 's3://homes/x?bogus=1'], 2, /store URL s3:\/\/homes\/x: unknown option 'bogus'/],
