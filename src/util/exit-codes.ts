@@ -20,8 +20,6 @@ export const ExitCode = {
   internal: 70,
 } as const;
 
-export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
-
 export const EXIT_CODE_HELP = [
   'Exit codes:',
   '  0   success',
