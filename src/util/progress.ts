@@ -2,12 +2,9 @@
  * The one progress display for all long work (push, pull, gc, verify --full): a one-line bar on stderr.
  * Drawn only when stderr is a TTY and only once the work has run for `delayMs` (default 1 s), at most
  * every 200 ms; when piped it prints nothing at all, so scripts and logs never see control characters.
- * The work itself only reports numbers (an `OnProgress` callback or its own counters); commands turn
- * them into `update` calls.
+ * The work itself only reports numbers through an `onProgress` callback (phase, done, total for gc and
+ * verify; its counters for push and pull); commands turn them into `update` calls.
  */
-
-/** How long work reports where it is: `total` 0 means unknown. */
-export type OnProgress = (phase: string, done: number, total: number) => void;
 
 export interface Progress {
   /** Records the state; `total` 0 means unknown (a counter instead of a bar); `detail` follows the bar. */
