@@ -11,7 +11,7 @@ import { hashBuffer } from '../hash/blake3.js';
 import { assertHash, blockKey, metaKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { verifyObject } from '../store/verify.js';
-import { NotFoundError, UserError } from '../util/errors.js';
+import { FormatError, NotFoundError, UserError } from '../util/errors.js';
 import { validateName } from '../util/names.js';
 import { decodeSnapshot, decodeTree, encodeSnapshot, encodeTree } from './codec.js';
 import type { Snapshot, Tree } from '../model/tree.js';
@@ -112,6 +112,12 @@ export class ObjectStore {
     if (!/^[0-9a-f]{6,64}$/.test(prefix)) throw new UserError(`invalid snapshot '${prefix}': expected 6-64 lowercase hex digits`);
     if (prefix.length === 64) {
       assertHash(prefix);
+      try {
+        await this.getSnapshot(prefix); // a mistyped full id is the user's error, not damage in the store
+      } catch (e) {
+        if (e instanceof NotFoundError || e instanceof FormatError) throw new UserError(`no snapshot ${prefix} in org ${this.org}`);
+        throw e;
+      }
       return prefix;
     }
     const found: string[] = [];
