@@ -1,6 +1,6 @@
 /**
  * The operator commands through bin/homefs against a file store: --json shapes of fork, diff, du,
- * locality, verify, gc and rollback; verify --full naming a corrupted file and exiting 1; and every
+ * locality, verify, gc and rollback; verify --full naming a corrupted file and exiting 4; and every
  * command's error paths (bad names, unknown home, unreachable store, bad flags) as one line on stderr
  * with a non-zero exit.
  */
@@ -104,13 +104,13 @@ test('ops commands: --json results, verify --full names a corrupted path, locali
     await writeFile(join(blocks, h.slice(0, 2), h), 'tampered');
     assert.equal(homefs(['verify', 'acme/alice'], env).code, 0, 'presence check passes');
     const bad = homefs(['verify', 'acme/alice', '--full'], env);
-    assert.equal(bad.code, 1);
+    assert.equal(bad.code, 4, 'damage found');
     assert.match(bad.stdout, /^corrupt block acme\/alice: notes\/plan\.md \(acme\/blocks\/..\/[0-9a-f]{64}; gen 2\)\n1 problems:/);
     const json = JSON.parse(homefs(['verify', '--org', 'acme', '--full', '--json'], env).stdout) as { problems: Array<{ path: string; problem: string }> };
     assert.deepEqual(json.problems.map((p) => `${p.problem} ${p.path}`), ['corrupt notes/plan.md']);
     await rm(join(blocks, h.slice(0, 2), h));
     const missing = homefs(['verify', 'acme/bob'], env);
-    assert.equal(missing.code, 1);
+    assert.equal(missing.code, 4, 'damage found');
     assert.match(missing.stdout, /^missing block acme\/bob: notes\/plan\.md/);
     for (const d of await readdir(blocks)) assert.ok(d.length === 2);
   } finally {

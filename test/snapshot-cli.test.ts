@@ -78,7 +78,7 @@ test('cli: push --json, log, ls, cat, pull, and one-line errors', async () => {
     const { readdirSync } = await import('node:fs');
     for (const d of readdirSync(blocks)) for (const f of readdirSync(join(blocks, d))) await writeFile(join(blocks, d, f), 'x');
     const bad = homefs(['cat', 'acme/alice', 'notes/todo.md'], env);
-    assert.equal(bad.code, 1);
+    assert.equal(bad.code, 4, 'damage found');
     assert.match(bad.stderr, /^homefs: corrupted object acme\/blocks\/.* \(notes\/todo\.md\)/);
   } finally {
     await rm(work, { recursive: true, force: true });

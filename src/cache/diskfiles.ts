@@ -15,6 +15,7 @@ import { mkdir, open, readdir, readFile, rename, rm, stat, unlink, utimes } from
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { mapLimit } from '../util/concurrency.js';
+import { makeDirs } from '../util/mkdirs.js';
 
 export type ObjectKind = 'block' | 'meta';
 export const KINDS: readonly ObjectKind[] = ['block', 'meta'];
@@ -44,7 +45,7 @@ export class DiskFiles {
   }
 
   async ensureDirs(): Promise<void> {
-    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    await makeDirs(this.dir, 0o700); // a user-given --cache-dir: never Node's recursive mkdir (util/mkdirs.ts)
     for (const kind of KINDS) await mkdir(join(this.dir, `${kind}s`), { mode: 0o700 }).catch(ignoreExists);
   }
 

@@ -19,7 +19,7 @@ export function register(program: Command): void {
       .argument('<path>', 'path of a regular file inside the snapshot'),
   ).action(async (ref: string, path: string, opts: { store?: string }) => {
     const { org, home, snapshot } = parseHomeRef(ref);
-    await withStore(opts.store, false, async (store) => {
+    await withStore(opts.store, {}, async (store) => {
       const objects = new ObjectStore(store, org);
       const snap = await objects.getSnapshot(await resolveHomeSnapshot(objects, home, snapshot));
       const { entry, path: p } = await resolvePath(objects, snap.root, path);

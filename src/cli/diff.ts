@@ -33,7 +33,7 @@ export function register(program: Command): void {
       const r = parseHomeRef(ref);
       const bSnap = bArg === undefined ? undefined : bArg.replace(/^@/, '');
       if (bSnap !== undefined && !/^[0-9a-f]{6,64}$/.test(bSnap)) throw new UserError(`invalid snapshot '${bArg}': expected @ and 6-64 lowercase hex digits`);
-      const out = await withStore(o.store, false, async (store) => {
+      const out = await withStore(o.store, {}, async (store) => {
         const objects = new ObjectStore(store, r.org);
         const head = await readHead(store, r.org, r.home);
         if (!head) throw new UserError(`home ${r.org}/${r.home} has no snapshots in ${store.url}`);

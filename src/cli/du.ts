@@ -18,7 +18,7 @@ export function register(program: Command): void {
     .option('--json', 'print the result as one JSON object')
     .action(async (target: string, o: { store?: string; json?: boolean }) => {
       const ref = target.includes('/') ? parseHomeRef(target, false) : { org: validateName('org', target), home: undefined };
-      const r = await withStore(o.store, false, (store) => orgUsage(store, new ObjectStore(store, ref.org), ref.home));
+      const r = await withStore(o.store, {}, (store) => orgUsage(store, new ObjectStore(store, ref.org), ref.home));
       if (o.json) {
         process.stdout.write(JSON.stringify(r) + '\n');
         return;

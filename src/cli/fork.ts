@@ -19,7 +19,7 @@ export function register(program: Command): void {
     .action(async (srcRef: string, dstRef: string, o: { store?: string; json?: boolean }) => {
       const src = parseHomeRef(srcRef);
       const dst = parseHomeRef(dstRef, false);
-      const r = await withStore(o.store, true, (store) => forkHome(store, src, dst));
+      const r = await withStore(o.store, { write: true }, (store) => forkHome(store, src, dst));
       if (o.json) {
         process.stdout.write(JSON.stringify(r) + '\n');
         return;

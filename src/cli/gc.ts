@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { defaults } from '../config.js';
 import { gcOrg, type GcResult } from '../ops/gc.js';
 import { listOrgs } from '../ops/refs.js';
-import { UserError } from '../util/errors.js';
+import { UsageError } from '../util/errors.js';
 import { validateName } from '../util/names.js';
 import { progressBar } from '../util/progress.js';
 import { parseDuration } from '../util/units.js';
@@ -39,10 +39,10 @@ export function register(program: Command): void {
       const graceMs = parseDuration('--grace', o.grace);
       const waitMs = parseDuration('--fence-wait', o.fenceWait);
       const keep = Number(o.keep);
-      if (!Number.isInteger(keep) || keep < 1) throw new UserError(`invalid --keep '${o.keep}': expected a positive integer`);
+      if (!Number.isInteger(keep) || keep < 1) throw new UsageError(`invalid --keep '${o.keep}': expected a positive integer`);
       if (o.org !== undefined) validateName('org', o.org);
       const progress = progressBar();
-      const results: GcResult[] = await withStore(o.store, false, async (store) => {
+      const results: GcResult[] = await withStore(o.store, {}, async (store) => {
         const orgs = o.org !== undefined ? [o.org] : await listOrgs(store);
         const out: GcResult[] = [];
         for (const org of orgs) out.push(await gcOrg(store, org, { graceMs, keep, dryRun: !!o.dryRun, fence: { waitMs }, onProgress: (p, d, t) => progress.update(`gc ${org} ${p}`, d, t) }));

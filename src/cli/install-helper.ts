@@ -5,11 +5,12 @@
  * and systemd run helpers with a minimal PATH). With --systemd, also `homefs@.service` in
  * `<prefix>/etc/systemd/system`. Uninstall removes exactly these files.
  */
-import { chmod, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { UserError, errorMessage } from '../util/errors.js';
+import { makeDirs } from '../util/mkdirs.js';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const HELPER_SRC = join(REPO, 'mount-helper', 'mount.homefs');
@@ -41,7 +42,7 @@ async function render(src: string, edit: (text: string) => string): Promise<stri
 
 async function write(path: string, text: string, mode: number): Promise<void> {
   try {
-    await mkdir(join(path, '..'), { recursive: true });
+    await makeDirs(join(path, '..'), 0o755);
     await rm(path, { force: true });
     await writeFile(path, text, { mode });
     await chmod(path, mode);

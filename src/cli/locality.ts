@@ -22,7 +22,7 @@ export function register(program: Command): void {
     .action(async (ref: string, o: { store?: string; cacheDir?: string; json?: boolean }) => {
       const { org, home } = parseHomeRef(ref, false);
       const cacheDir = o.cacheDir ?? join(dataDir(), 'cache');
-      const r = await withStore(o.store, false, (store) => homeLocality(new ObjectStore(store, org), home, cacheDir));
+      const r = await withStore(o.store, {}, (store) => homeLocality(new ObjectStore(store, org), home, cacheDir));
       if (o.json) {
         process.stdout.write(JSON.stringify(r) + '\n');
         return;

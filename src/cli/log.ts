@@ -4,7 +4,7 @@
 import type { Command } from 'commander';
 import { listHistory } from '../snapshot/heads.js';
 import { ObjectStore } from '../snapshot/objects.js';
-import { UserError } from '../util/errors.js';
+import { UsageError, UserError } from '../util/errors.js';
 import { mapLimit } from '../util/concurrency.js';
 import { parseHomeRef } from '../util/names.js';
 import { addStoreOption, exitQuietlyOnEpipe, formatBytes, withStore } from './store-option.js';
@@ -28,8 +28,8 @@ export function register(program: Command): void {
       exitQuietlyOnEpipe();
       const { org, home } = parseHomeRef(ref, false);
       const limit = Number(opts.limit);
-      if (!Number.isInteger(limit) || limit < 1) throw new UserError(`invalid --limit '${opts.limit}': expected a positive integer`);
-      const rows = await withStore(opts.store, false, async (store) => {
+      if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`invalid --limit '${opts.limit}': expected a positive integer`);
+      const rows = await withStore(opts.store, {}, async (store) => {
         const history = await listHistory(store, org, home, limit);
         if (history.length === 0) throw new UserError(`home ${org}/${home} has no snapshots in ${store.url}`);
         const objects = new ObjectStore(store, org);

@@ -71,7 +71,7 @@ export function register(program: Command): void {
     .action(async (ref: string, path: string, opts: Options) => {
       exitQuietlyOnEpipe();
       const { org, home, snapshot } = parseHomeRef(ref);
-      await withStore(opts.store, false, async (store) => {
+      await withStore(opts.store, {}, async (store) => {
         const objects = new ObjectStore(store, org);
         const snap = await objects.getSnapshot(await resolveHomeSnapshot(objects, home, snapshot));
         const target = await resolvePath(objects, snap.root, path);

@@ -1,11 +1,13 @@
 /**
  * Entry point of the `homefs` command. Parses arguments with commander and turns every user error into
- * one line on stderr and a non-zero exit; only real bugs print a stack trace.
+ * one line on stderr and its exit code (util/exit-codes.ts, listed by `homefs --help`); only real bugs
+ * print a stack trace.
  */
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { loadCommands } from './commands.js';
 import { UserError, errorMessage } from '../util/errors.js';
+import { EXIT_CODE_HELP, ExitCode } from '../util/exit-codes.js';
 
 function version(): string {
   try {
@@ -22,13 +24,14 @@ export async function main(argv: string[]): Promise<number> {
     .version(version())
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) })
-    .showHelpAfterError('(run with --help for usage)');
+    .showHelpAfterError('(run with --help for usage)')
+    .addHelpText('after', `\n${EXIT_CODE_HELP}\n`);
   for (const register of await loadCommands()) register(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (e) {
-    if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
+    if (e instanceof CommanderError) return e.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
     if (e instanceof UserError) {
       process.stderr.write(`homefs: ${e.message}\n`);
       return e.exitCode;
@@ -36,10 +39,10 @@ export async function main(argv: string[]): Promise<number> {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'EACCES' || code === 'ENOSPC' || code === 'EROFS' || code === 'ENOTDIR' || code === 'EEXIST') {
       process.stderr.write(`homefs: ${errorMessage(e)}\n`);
-      return 1;
+      return ExitCode.userError;
     }
     process.stderr.write(`homefs: internal error: ${(e as Error)?.stack ?? String(e)}\n`);
-    return 70;
+    return ExitCode.internal;
   }
 }
 
@@ -49,6 +52,6 @@ main(process.argv.slice(2)).then(
   },
   (e) => {
     process.stderr.write(`homefs: ${errorMessage(e)}\n`);
-    process.exitCode = 70;
+    process.exitCode = ExitCode.internal;
   },
 );

@@ -5,16 +5,18 @@
  * SIGTERM/SIGINT or umount, each of which performs the final seal first.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, openSync, statSync, closeSync, readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { isAbsolute, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { createLogger } from '../util/log.js';
+import { createLogger, parseLevel } from '../util/log.js';
 import { defaultStoreUrl, defaults, excludePatterns, storeDisabled } from '../config.js';
 import { MountedHome, type MountConfig } from '../home/home.js';
 import { homePaths } from '../home/paths.js';
-import { UserError, errorMessage } from '../util/errors.js';
+import { UsageError, UserError, errorMessage } from '../util/errors.js';
 import { parseHomeRef } from '../util/names.js';
 import { parseBytes, parseDuration } from '../util/units.js';
+import { ExitCode } from '../util/exit-codes.js';
+import { makeDirsSync } from '../util/mkdirs.js';
 
 interface Options {
   store?: string;
@@ -43,7 +45,8 @@ function isMountpoint(path: string): boolean {
 
 function buildConfig(ref: string, mnt: string, o: Options): MountConfig {
   const { org, home } = parseHomeRef(ref, false);
-  if (o.fsync !== 'store' && o.fsync !== 'local') throw new UserError(`invalid --fsync '${o.fsync}': use store or local`);
+  if (o.fsync !== 'store' && o.fsync !== 'local') throw new UsageError(`invalid --fsync '${o.fsync}': use store or local`);
+  parseLevel(o.logLevel); // refused here, before the daemon starts and could only say so in daemon.log
   const mountpoint = resolve(mnt);
   return {
     org, home, mountpoint, storeUrl: o.store ?? defaultStoreUrl(),
@@ -82,6 +85,19 @@ function checkMountpoint(mountpoint: string, cfg: MountConfig): void {
   if (isMountpoint(mountpoint)) throw new UserError(`${mountpoint} is already a mountpoint; unmount it first (homefs sleep ${mountpoint})`);
 }
 
+/** What the daemon tells the `homefs mount` that started it, once: the mount is live, or why it is not. */
+type StartReport = { ready: true } | { ready?: false; error: string; exitCode: number };
+
+function reportToParent(m: StartReport): Promise<void> {
+  return new Promise((done) => {
+    if (!process.send) return done();
+    process.send(m, undefined, {}, () => {
+      process.disconnect?.();
+      done();
+    });
+  });
+}
+
 async function runDaemon(cfg: MountConfig, level: string): Promise<void> {
   const log = createLogger({ level, base: { org: cfg.org, home: cfg.home }, stream: process.stdout });
   const { mount } = await import('../fuse/index.js');
@@ -89,12 +105,14 @@ async function runDaemon(cfg: MountConfig, level: string): Promise<void> {
   try {
     home = await MountedHome.wake(cfg, log, mount as never);
   } catch (e) {
+    // wake gave back what it took (lease, journal, cache); the process must not linger either way.
+    const exitCode = e instanceof UserError ? e.exitCode : ExitCode.internal;
+    log.error({ err: errorMessage(e), ...(exitCode === ExitCode.internal ? { stack: (e as Error)?.stack } : {}) }, 'mount failed');
     if (process.send) {
-      process.send({ error: errorMessage(e) });
-      process.disconnect?.();
-      process.exitCode = 1;
-      return;
+      await reportToParent({ error: errorMessage(e), exitCode });
+      process.exit(exitCode);
     }
+    setTimeout(() => process.exit(exitCode), 2000).unref(); // foreground: main prints the error, then exits
     throw e;
   }
   // The home is asleep for good (signal, `homefs sleep`, unmount from outside): leave the last control
@@ -106,34 +124,61 @@ async function runDaemon(cfg: MountConfig, level: string): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGHUP', () => undefined);
-  if (process.send) {
-    process.send({ ready: true });
-    process.disconnect?.();
+  await reportToParent({ ready: true });
+}
+
+/** The daemon's last logged error, to explain an exit that came without a report. */
+function lastLoggedError(log: string): string | null {
+  try {
+    const fd = openSync(log, 'r');
+    const size = fstatSync(fd).size;
+    const tail = Buffer.alloc(Math.min(size, 64 * 1024)); // the log may be long; its end is enough
+    readSync(fd, tail, 0, tail.length, size - tail.length);
+    closeSync(fd);
+    const lines = tail.toString('utf8').trimEnd().split('\n').slice(-20).reverse();
+    for (const l of lines) {
+      const err = (JSON.parse(l) as { err?: unknown }).err;
+      if (typeof err === 'string') return err;
+    }
+  } catch {
+    // no log, or not JSON: the caller points at the log
   }
+  return null;
 }
 
 async function startBackground(cfg: MountConfig, argv: string[]): Promise<void> {
   const paths = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir);
-  mkdirSync(paths.stateDir, { recursive: true, mode: 0o700 });
+  makeDirsSync(paths.stateDir, 0o700);
   const logFd = openSync(paths.log, 'a', 0o600);
   const child = spawn(process.execPath, [...process.execArgv, process.argv[1] ?? '', ...argv, '--foreground'], {
     detached: true, stdio: ['ignore', logFd, logFd, 'ipc'],
   });
   closeSync(logFd);
-  await new Promise<void>((resolvePromise, reject) => {
-    const timer = setTimeout(() => reject(new UserError(`the homefs daemon did not come up within 120s; see ${paths.log}`)), 120_000);
-    child.on('message', (m: { ready?: boolean; error?: string }) => {
-      clearTimeout(timer);
-      if (m.ready) resolvePromise();
-      else reject(new UserError(m.error ?? 'mount failed'));
+  try {
+    await new Promise<void>((resolvePromise, reject) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGTERM'); // a daemon that never came up must not mount later, behind the user's back
+        reject(new UserError(`the homefs daemon did not come up within 120s; see ${paths.log}`));
+      }, 120_000);
+      child.on('message', (m: StartReport) => {
+        clearTimeout(timer);
+        if (m.ready) resolvePromise();
+        else if (m.exitCode === ExitCode.internal) reject(new UserError(`internal error in the daemon: ${m.error} (stack trace in ${paths.log})`, m.exitCode));
+        else reject(new UserError(m.error, m.exitCode));
+      });
+      child.on('exit', (code, signal) => {
+        clearTimeout(timer);
+        // A report sent just before exiting may still be in flight: let it win.
+        setTimeout(() => {
+          const why = lastLoggedError(paths.log);
+          reject(new UserError(`the homefs daemon exited (${signal ?? `code ${code}`}) before the mount was live${why ? `: ${why}` : ''}; see ${paths.log}`));
+        }, 100);
+      });
     });
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new UserError(`the homefs daemon exited (code ${code}) before the mount was live; see ${paths.log}`));
-    });
-  });
-  child.disconnect?.();
-  child.unref();
+  } finally {
+    if (child.connected) child.disconnect();
+    child.unref();
+  }
 }
 
 export function register(program: Command): void {
@@ -158,7 +203,7 @@ export function register(program: Command): void {
     .option('--foreground', 'run the daemon in this process')
     .action(async (ref: string, mnt: string, o: Options) => {
       if (storeDisabled()) {
-        mkdirSync(resolve(mnt), { recursive: true });
+        makeDirsSync(resolve(mnt), 0o755);
         process.stdout.write(`HOMEFS_STORE=false: ${resolve(mnt)} is a plain directory; nothing mounted, nothing sealed\n`);
         return;
       }

@@ -1,12 +1,14 @@
 /**
  * `homefs pull <org>/<home>[@<snapshot>] <dir>`: materialize a snapshot (HEAD by default) as a new
- * directory, written into a temporary sibling and renamed into place only when complete.
+ * directory, written into a temporary sibling and renamed into place only when complete. On a TTY, a pull
+ * that runs over a second shows progress on stderr (util/progress.ts, as push, gc and verify do).
  */
 import type { Command } from 'commander';
 import { ObjectStore } from '../snapshot/objects.js';
 import { pullSnapshot } from '../snapshot/pull.js';
 import { resolveHomeSnapshot } from '../snapshot/walk.js';
 import { parseHomeRef } from '../util/names.js';
+import { progressBar } from '../util/progress.js';
 import { addStoreOption, formatBytes, withStore } from './store-option.js';
 
 interface Options {
@@ -29,10 +31,14 @@ export function register(program: Command): void {
     .option('--no-owners', 'do not restore owners even when running as root')
     .action(async (ref: string, dir: string, opts: Options) => {
       const { org, home, snapshot } = parseHomeRef(ref);
-      const res = await withStore(opts.store, false, async (store) => {
+      const progress = progressBar({ format: formatBytes });
+      const res = await withStore(opts.store, {}, async (store) => {
         const id = await resolveHomeSnapshot(new ObjectStore(store, org), home, snapshot);
-        return pullSnapshot(store, org, id, dir, { xattrs: opts.xattrs, owners: opts.owners === false ? false : undefined });
-      });
+        return pullSnapshot(store, org, id, dir, {
+          xattrs: opts.xattrs, owners: opts.owners === false ? false : undefined,
+          onProgress: (p) => progress.update('pull', p.bytes, p.bytesTotal, `${p.files}/${p.filesTotal} files`),
+        });
+      }).finally(() => progress.stop());
       if (opts.json) {
         process.stdout.write(JSON.stringify({ home: `${org}/${home}`, ...res }) + '\n');
         return;

@@ -1,13 +1,17 @@
 /**
  * `homefs push <dir> <org>/<home>`: snapshot a plain directory as the home's new HEAD (excludes from
  * HOMEFS_EXCLUDES / COVEY_HOME_EXCLUDES or the defaults). Prints the snapshot id; `--json` prints the
- * whole result. On a TTY, a push that runs over a second shows progress on stderr.
+ * whole result. On a TTY, a push that runs over a second shows progress on stderr. Paths it cannot read
+ * are named on stderr and left out; the snapshot is still committed, and the exit code is 5 (incomplete).
  */
 import type { Command } from 'commander';
-import { isAbsolute, relative, resolve } from 'node:path';
+import { lstat } from 'node:fs/promises';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import { excludePatterns } from '../config.js';
 import { FileStore } from '../store/file.js';
 import { UserError } from '../util/errors.js';
+import { ExitCode } from '../util/exit-codes.js';
+import { progressBar, type Progress } from '../util/progress.js';
 import { pushDirectory, type PushProgress } from '../snapshot/push.js';
 import { parseHomeRef } from '../util/names.js';
 import { addStoreOption, formatBytes, withStore } from './store-option.js';
@@ -19,43 +23,30 @@ interface Options {
   rehash?: boolean;
 }
 
-function progressPrinter(): { update: (p: PushProgress) => void; stop: () => void } {
-  if (!process.stderr.isTTY) return { update: () => undefined, stop: () => undefined };
-  const start = Date.now();
-  let last: PushProgress | null = null;
-  let shown = false;
-  const draw = (): void => {
-    if (!last || Date.now() - start < 1000) return;
-    shown = true;
-    const p = last;
-    if (p.phase === 'scan') {
-      process.stderr.write(`\r\x1b[Kscanning: ${p.files} entries`);
-      return;
-    }
-    process.stderr.write(
-      `\r\x1b[K${p.phase}: ${p.files}/${p.filesTotal} files, ${formatBytes(p.bytesHashed)}/${formatBytes(p.bytesTotal)} hashed, ${formatBytes(p.bytesUploaded)} uploaded (${p.blocksNew} new blocks)`,
-    );
-  };
-  const timer = setInterval(draw, 200);
-  return {
-    update: (p) => {
-      last = p;
-    },
-    stop: () => {
-      clearInterval(timer);
-      if (shown) {
-        draw();
-        process.stderr.write('\n');
-      }
-    },
-  };
+/** Push's counters on the shared progress bar: entries while scanning, then files with bytes hashed. */
+function showProgress(bar: Progress, p: PushProgress): void {
+  if (p.phase === 'scan') bar.update('scanning entries', p.files, 0);
+  else if (p.phase === 'content') {
+    bar.update('push files', p.files, p.filesTotal, `${formatBytes(p.bytesHashed)} hashed, ${formatBytes(p.bytesUploaded)} uploaded (${p.blocksNew} new blocks)`);
+  } else bar.update(p.phase === 'trees' ? 'writing trees' : 'done', p.files, p.filesTotal);
+}
+
+/** The same checks as pushDirectory's, before the store is opened (and maybe created) for nothing. */
+async function requireDirectory(dir: string): Promise<void> {
+  let st;
+  try {
+    st = await lstat(dir);
+  } catch {
+    throw new UserError(`cannot push ${dir}: no such directory`);
+  }
+  if (!st.isDirectory()) throw new UserError(`cannot push ${dir}: not a directory`);
 }
 
 export function register(program: Command): void {
   addStoreOption(
     program
       .command('push')
-      .description('snapshot a directory as the new HEAD of <org>/<home> (prints the snapshot id)')
+      .description('snapshot a directory as the new HEAD of <org>/<home> (prints the snapshot id); exit 5 if paths it could not read were left out')
       .argument('<dir>', 'directory to snapshot')
       .argument('<home>', '<org>/<home>'),
   )
@@ -64,15 +55,20 @@ export function register(program: Command): void {
     .option('--rehash', 'read and hash every file, even those unchanged since HEAD (same size, mtime, ctime)')
     .action(async (dir: string, ref: string, opts: Options) => {
       const { org, home } = parseHomeRef(ref, false);
-      const progress = progressPrinter();
-      const res = await withStore(opts.store, true, (store) => {
+      await requireDirectory(dir);
+      const progress = progressBar();
+      const res = await withStore(opts.store, { write: true, create: true }, (store) => {
         const excludes = [...excludePatterns()];
         const inside = store instanceof FileStore ? relative(resolve(dir), store.root) : '..';
         if (inside === '') throw new UserError(`cannot push ${dir}: it is the store itself`);
         // A file store inside the pushed directory (the default store under ~/.local/share) is never pushed.
         if (!inside.startsWith('..') && !isAbsolute(inside)) excludes.push('/' + inside.replace(/[\\*?[]/g, '\\$&') + '/');
-        return pushDirectory(dir, store, org, home, { excludes, xattrs: opts.xattrs, rehash: opts.rehash === true, onProgress: progress.update });
+        return pushDirectory(dir, store, org, home, { excludes, xattrs: opts.xattrs, rehash: opts.rehash === true, onProgress: (p) => showProgress(progress, p) });
       }).finally(() => progress.stop());
+      for (const u of res.unreadable) {
+        process.stderr.write(`homefs: cannot read ${join(dir, u.path)}: ${u.reason}; ${u.dir ? 'its entries are' : 'it is'} left out of the snapshot\n`);
+      }
+      if (res.unreadable.length > 0) process.exitCode = ExitCode.incomplete;
       if (opts.json) {
         process.stdout.write(JSON.stringify({ home: `${org}/${home}`, ...res }) + '\n');
         return;
@@ -84,6 +80,7 @@ export function register(program: Command): void {
           (res.excluded ? `; ${res.excluded} excluded` : '') +
           (res.skipped ? `; ${res.skipped} sockets skipped` : '') +
           (res.vanished ? `; ${res.vanished} files deleted while pushing, left out` : '') +
+          (res.unreadable.length ? `; INCOMPLETE: ${res.unreadable.length} unreadable paths left out (named above)` : '') +
           '\n',
       );
     });

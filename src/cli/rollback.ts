@@ -18,7 +18,7 @@ export function register(program: Command): void {
     .option('--json', 'print the result as one JSON object')
     .action(async (ref: string, snap: string, o: { store?: string; json?: boolean }) => {
       const { org, home } = parseHomeRef(ref, false);
-      const r = await withStore(o.store, true, (store) => rollbackHome(store, org, home, snap));
+      const r = await withStore(o.store, { write: true }, (store) => rollbackHome(store, org, home, snap));
       if (o.json) {
         process.stdout.write(JSON.stringify(r) + '\n');
         return;

@@ -1,18 +1,20 @@
 /**
  * The `--store URL` option shared by commands that talk to a store: --store, else HOMEFS_STORE, else the
  * file:// store in the user's data directory (config.ts). Opens the store, runs the command, closes it.
+ * Only commands that write may create a missing file store; the others say that it does not exist.
  */
 import type { Command } from 'commander';
 import { defaultStoreUrl } from '../config.js';
-import { openStore } from '../store/open.js';
+import { openStore, type OpenOptions } from '../store/open.js';
 import type { Store } from '../store/store.js';
 
 export function addStoreOption(cmd: Command): Command {
   return cmd.option('--store <url>', 'store URL: file:///path or s3://bucket/prefix (default: $HOMEFS_STORE, else the local data directory)');
 }
 
-export async function withStore<T>(url: string | undefined, write: boolean, fn: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore(url ?? defaultStoreUrl(), { write });
+/** `access`: `write` for commands that advance HEADs, `create` for the ones that may start a new store. */
+export async function withStore<T>(url: string | undefined, access: OpenOptions, fn: (store: Store) => Promise<T>): Promise<T> {
+  const store = await openStore(url ?? defaultStoreUrl(), access);
   try {
     return await fn(store);
   } finally {

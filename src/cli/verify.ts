@@ -1,14 +1,15 @@
 /**
  * `homefs verify <org>/<home> | --org ORG [--full]`: every object referenced by the retained history is
- * present (and trees/snapshots intact); --full re-hashes every block. Prints each damaged path; exits 1
- * if anything is wrong.
+ * present (and trees/snapshots intact); --full re-hashes every block. Prints each damaged path; exits 4
+ * (damage found) if anything is wrong, and 3 if the store cannot be reached, so the two never look alike.
  */
 import type { Command } from 'commander';
 import { ObjectStore } from '../snapshot/objects.js';
 import { verifyHomes } from '../ops/verify.js';
 import { listHomes, requireHome } from '../ops/refs.js';
-import { UserError } from '../util/errors.js';
+import { UsageError, UserError } from '../util/errors.js';
 import { parseHomeRef, validateName } from '../util/names.js';
+import { ExitCode } from '../util/exit-codes.js';
 import { progressBar } from '../util/progress.js';
 import { addStoreOption, formatBytes, withStore } from './store-option.js';
 
@@ -23,17 +24,17 @@ export function register(program: Command): void {
   addStoreOption(
     program
       .command('verify')
-      .description('check that every object the retained snapshots reference is present and intact; exit 1 on damage')
+      .description('check that every object the retained snapshots reference is present and intact; exit 4 on damage')
       .argument('[home]', '<org>/<home> (or use --org for every home of an org)'),
   )
     .option('--org <org>', 'verify every home of this org')
     .option('--full', 'also fetch and re-hash every block')
     .option('--json', 'print the result (with every problem) as one JSON object')
     .action(async (ref: string | undefined, o: Options) => {
-      if ((ref === undefined) === (o.org === undefined)) throw new UserError('give either <org>/<home> or --org ORG');
+      if ((ref === undefined) === (o.org === undefined)) throw new UsageError('give either <org>/<home> or --org ORG');
       const target = ref !== undefined ? parseHomeRef(ref, false) : { org: validateName('org', o.org ?? ''), home: undefined };
       const progress = progressBar({ format: (n) => (n > 100_000 ? formatBytes(n) : String(n)) });
-      const r = await withStore(o.store, false, async (store) => {
+      const r = await withStore(o.store, {}, async (store) => {
         let homes: string[];
         if (target.home !== undefined) {
           await requireHome(store, target.org, target.home);
@@ -52,6 +53,6 @@ export function register(program: Command): void {
             `${r.blocks} blocks (${formatBytes(r.blockBytes)})${r.full ? `, ${formatBytes(r.bytesHashed)} re-hashed` : ''} in ${r.seconds.toFixed(2)} s\n`,
         );
       }
-      if (r.problems.length > 0) process.exitCode = 1;
+      if (r.problems.length > 0) process.exitCode = ExitCode.damage;
     });
 }

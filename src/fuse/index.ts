@@ -4,7 +4,7 @@
  * they must answer every request exactly once, synchronously or later, and must never do synchronous I/O
  * on their own mountpoint.
  */
-import { readFileSync, statSync, existsSync } from 'node:fs';
+import { accessSync, constants, readFileSync, statSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import type { MountOptions, Ops, Session } from './types.js';
 import { loadAddon } from './native.js';
@@ -33,7 +33,29 @@ function precheck(abs: string): void {
     throw new Error(`cannot mount on ${abs}: ${code === 'ENOENT' ? 'no such directory' : (e as Error).message}`);
   }
   if (!st.isDirectory()) throw new Error(`cannot mount on ${abs}: not a directory`);
-  if (!existsSync('/dev/fuse')) throw new Error('cannot mount: /dev/fuse is missing (load the fuse module, or give the container --device /dev/fuse)');
+  if (!existsSync(FUSE_DEVICE)) throw new Error(`cannot mount: ${FUSE_DEVICE} is missing (load the fuse module, or give the container --device /dev/fuse)`);
+  try {
+    accessSync(FUSE_DEVICE, constants.R_OK | constants.W_OK);
+  } catch {
+    // fusermount3 opens the device as the calling user, so a non-root mount needs this too
+    throw new Error(`cannot mount: ${FUSE_DEVICE} is not readable and writable by this user (uid ${process.getuid?.() ?? '?'}); ` +
+      `give it mode 0666 (the usual) or run as root, and in a container pass --device /dev/fuse`);
+  }
+}
+
+const FUSE_DEVICE = '/dev/fuse';
+
+/** Why fuse_session_mount may have failed, from what can be checked here; libfuse also said why on stderr. */
+function mountFailureHint(abs: string, opts: MountOptions): string {
+  const uid = process.getuid?.() ?? 0;
+  if (uid === 0) return 'libfuse printed the reason on stderr: the daemon log, for a mount in the background';
+  if (opts.allowOther) {
+    let conf = '';
+    try { conf = readFileSync('/etc/fuse.conf', 'utf8'); } catch { /* no fuse.conf: not allowed */ }
+    if (!/^\s*user_allow_other\b/m.test(conf)) return 'allow_other needs user_allow_other in /etc/fuse.conf for a non-root user; add it, or drop --allow-other';
+  }
+  try { accessSync(abs, constants.W_OK); } catch { return `a non-root user must be able to write to the mountpoint ${abs}; chown it to uid ${uid}`; }
+  return 'fusermount3 printed the reason on stderr: the daemon log, for a mount in the background';
 }
 
 export function mountArgs(opts: MountOptions): string[] {
@@ -57,7 +79,7 @@ export function mount(mountpoint: string, ops: Ops, opts: MountOptions = {}): Se
     handle = addon.mount(abs, mountArgs(opts), ops, (reason) => session.externallyUnmounted(reason),
       opts.writebackCache ?? false, opts.maxWrite ?? 0);
   } catch (e) {
-    throw new Error(`cannot mount on ${abs}: ${(e as Error).message.replace(/\s+/g, ' ')}`);
+    throw new Error(`cannot mount on ${abs}: ${(e as Error).message.replace(/\s+/g, ' ')} (${mountFailureHint(abs, opts)})`);
   }
   session.attach(handle);
   track(session, opts.handleSignals ?? true);

@@ -4,10 +4,11 @@
  * mountpoint's absolute path, so the CLI never has to touch the (possibly hung) mount to find its daemon.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, rmSync, chmodSync } from 'node:fs';
+import { rmSync, chmodSync } from 'node:fs';
 import { createConnection, createServer, type Server } from 'node:net';
 import { join, resolve } from 'node:path';
 import { UserError } from '../util/errors.js';
+import { makeDirsSync } from '../util/mkdirs.js';
 import { defaultMetrics } from '../metrics/homefs.js';
 
 export type ControlRequest = { op: 'sync' } | { op: 'sleep' } | { op: 'status' } | { op: 'metrics' };
@@ -26,7 +27,7 @@ export function socketPath(mountpoint: string): string {
 
 export function serveControl(mountpoint: string, handle: (req: ControlRequest) => Promise<ControlReply>): Server {
   const path = socketPath(mountpoint);
-  mkdirSync(runtimeDir(), { recursive: true, mode: 0o700 });
+  makeDirsSync(runtimeDir(), 0o700);
   rmSync(path, { force: true });
   const server = createServer((conn) => {
     let buf = '';

@@ -8,7 +8,6 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Server } from 'node:net';
 import type { Logger } from 'pino';
@@ -40,6 +39,7 @@ import { acquirePidLock } from './pidlock.js';
 import { Sealer } from './sealer.js';
 import { CacheMetricsMirror, Capacity, homeStatus } from './report.js';
 import { HashPool } from '../hash/pool.js';
+import { makeDirsSync } from '../util/mkdirs.js';
 
 export type HomeState = 'waking' | 'active' | 'parked' | 'securing' | 'asleep';
 
@@ -115,15 +115,23 @@ export class MountedHome {
     this.gcFence = { gc: new GcFence(store, cfg.org), observed: null };
   }
 
+  /**
+   * Brings the home up to a live mount. If anything fails on the way, everything taken so far is given
+   * back before the error is rethrown (the lease released, the cache, journal, hash worker and store
+   * closed, the pid lock dropped), so that the process can exit at once and a retry is not refused.
+   */
   static async wake(cfg: MountConfig, log: Logger, mountFn: MountFn): Promise<MountedHome> {
     const paths = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir);
-    mkdirSync(paths.stateDir, { recursive: true, mode: 0o700 });
+    makeDirsSync(paths.stateDir, 0o700);
     const unlock = acquirePidLock(paths.pidFile, `${cfg.org}/${cfg.home}`);
+    const undo: Array<() => Promise<void> | void> = [unlock];
     try {
-      const store = new MeteredStore(await openStore(cfg.storeUrl, { write: !cfg.readOnly }), defaultMetrics);
+      const store = new MeteredStore(await openStore(cfg.storeUrl, { write: !cfg.readOnly, create: !cfg.readOnly }), defaultMetrics);
+      undo.push(() => store.close());
       const objects = new ObjectStore(store, cfg.org);
       const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log });
       await cache.init();
+      undo.push(() => cache.close());
       const blocks = {
         read: (h: string, off: number, len: number) => cache.read(h, off, len),
         get: (h: string) => cache.get('block', h),
@@ -134,6 +142,7 @@ export class MountedHome {
       const excludes = new Excludes(cfg.excludes);
       const contentOpts = { readaheadBlocks: defaults.readaheadBlocks, quotaBytes: cfg.quotaBytes, kernelOwnsTimes: !cfg.readOnly };
       const lease = cfg.readOnly ? undefined : await MountedHome.claimLease(cfg, store, paths, log);
+      if (lease) undo.push(() => lease.release());
       const fence = lease !== undefined && cfg.takeover;
       const choice = await chooseBase(objects, cfg.org, cfg.home, paths, fence, log, async (stale) => {
         const c = new Content(stale, upper, blocks, contentOpts);
@@ -146,6 +155,10 @@ export class MountedHome {
         }
       });
       const journal = choice.journal;
+      undo.push(async () => {
+        await upper.closeAll();
+        await journal.close();
+      });
       const content = new Content(journal, upper, blocks, contentOpts);
       content.usedBytes = Content.seedUsedBytes(journal);
       const view = new HomeView(journal, {
@@ -156,10 +169,15 @@ export class MountedHome {
       const ra = choice.rootAttrs;
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
       const h = new MountedHome(cfg, paths, log, store, objects, cache, journal, upper, content, view, lease, unlock);
+      undo.push(() => h.hashPool.close());
+      undo.push(() => {
+        h.control?.close();
+        h.session?.unmount(); // mounted, but what follows the mount failed
+      });
       h.mount(mountFn);
       return h;
     } catch (e) {
-      unlock();
+      for (const step of undo.reverse()) await Promise.resolve().then(step).catch((u: unknown) => log.warn({ err: errorMessage(u) }, 'cleanup after a failed mount'));
       throw e;
     }
   }
@@ -194,10 +212,14 @@ export class MountedHome {
       statfs: () => this.capacity.statfs(),
       readOnly: this.cfg.readOnly,
     }, this.log);
-    this.session = mountFn(this.cfg.mountpoint, adapter.ops(), {
-      fsname: `homefs:${this.cfg.org}/${this.cfg.home}`, subtype: 'homefs', allowOther: this.cfg.allowOther,
-      defaultPermissions: true, readOnly: this.cfg.readOnly, autoUnmount: true, writebackCache: !this.cfg.readOnly,
-    });
+    try {
+      this.session = mountFn(this.cfg.mountpoint, adapter.ops(), {
+        fsname: `homefs:${this.cfg.org}/${this.cfg.home}`, subtype: 'homefs', allowOther: this.cfg.allowOther,
+        defaultPermissions: true, readOnly: this.cfg.readOnly, autoUnmount: true, writebackCache: !this.cfg.readOnly,
+      });
+    } catch (e) {
+      throw new UserError(errorMessage(e)); // fuse/index.ts says what went wrong and what to do, in one line
+    }
     adapter.session = this.session;
     this.session.onUnmounted((reason) => {
       this.log.info({ reason }, 'unmounted from outside');

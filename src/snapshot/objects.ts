@@ -112,6 +112,12 @@ export class ObjectStore {
     if (!/^[0-9a-f]{6,64}$/.test(prefix)) throw new UserError(`invalid snapshot '${prefix}': expected 6-64 lowercase hex digits`);
     if (prefix.length === 64) {
       assertHash(prefix);
+      try {
+        await this.getSnapshot(prefix); // a mistyped full id is the user's error, not damage in the store
+      } catch (e) {
+        if (e instanceof NotFoundError || e instanceof FormatError) throw new UserError(`no snapshot ${prefix} in org ${this.org}`);
+        throw e;
+      }
       return prefix;
     }
     const found: string[] = [];

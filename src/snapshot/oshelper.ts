@@ -17,14 +17,14 @@ def getx(p):
     try:
         names = os.listxattr(p, follow_symlinks=False)
     except OSError as e:
-        if e.errno in (errno.ENOTSUP, errno.ENOENT, errno.EPERM): return []
+        if e.errno in (errno.ENOTSUP, errno.ENOENT, errno.EPERM, errno.EACCES): return []  # EACCES: push names it unreadable
         raise
     out = []
     for n in sorted(names, key=lambda s: s.encode('utf-8', 'surrogateescape')):
         try:
             v = os.getxattr(p, n, follow_symlinks=False)
         except OSError as e:
-            if e.errno in (errno.ENODATA, errno.ENOTSUP): continue
+            if e.errno in (errno.ENODATA, errno.ENOTSUP, errno.EACCES): continue
             raise
         out.append([n, base64.b64encode(v).decode('ascii')])
     return out

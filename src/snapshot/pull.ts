@@ -31,7 +31,15 @@ export interface PullOptions {
   xattrs?: boolean;
   /** Files written at once (default 8). */
   parallelism?: number;
-  onProgress?: (p: { files: number; filesTotal: number; bytes: number }) => void;
+  /** After each file written: files and bytes written so far, of the totals. */
+  onProgress?: (p: PullProgress) => void;
+}
+
+export interface PullProgress {
+  files: number;
+  filesTotal: number;
+  bytes: number;
+  bytesTotal: number;
 }
 
 export interface PullResult {
@@ -112,7 +120,8 @@ export async function pullSnapshot(store: Store, org: string, snapshotId: string
     await materializeDir(snap.root, tmp, '', 0);
 
     const files = items.filter((i) => i.entry.kind === 'file' && !i.extraLink);
-    const progress = { files: 0, filesTotal: files.length, bytes: 0 };
+    const progress: PullProgress = { files: 0, filesTotal: files.length, bytes: 0, bytesTotal: files.reduce((n, i) => n + i.entry.size, 0) };
+    opts.onProgress?.({ ...progress });
     await mapLimit(files, opts.parallelism ?? 8, async (item) => {
       const fh = await open(item.abs, WRITE_FLAGS, 0o600);
       try {

@@ -13,6 +13,10 @@
  * Hard links (same dev:ino inside the tree) share one `link` id, assigned in depth-first name order so the
  * same tree always encodes the same way. A file that changes while it is hashed is re-read (up to 3 times).
  * Sockets are skipped (they mean nothing on another host) and counted in `skipped`.
+ *
+ * What cannot be read (permission denied) does not stop the push, as in restic: an unreadable file is left
+ * out, an unreadable directory is kept empty, and each is named in `unreadable`; the snapshot is committed
+ * and the caller reports it as incomplete.
  */
 import { constants, type BigIntStats } from 'node:fs';
 import { lstat, open, readdir, readlink } from 'node:fs/promises';
@@ -42,6 +46,13 @@ export interface PushProgress {
   bytesTotal: number;
   bytesUploaded: number;
   blocksNew: number;
+}
+
+/** A path push could not read: a file is left out of the snapshot, a directory (`dir`) kept empty. */
+export interface Unreadable {
+  path: string;
+  reason: string;
+  dir: boolean;
 }
 
 export interface PushOptions {
@@ -85,6 +96,8 @@ export interface PushResult {
   skipped: number;
   /** Files deleted between the scan and their reading: left out of the snapshot. */
   vanished: number;
+  /** Paths (relative to the pushed directory) that could not be read, sorted, with the reason. */
+  unreadable: Unreadable[];
   seconds: number;
 }
 
@@ -104,8 +117,18 @@ interface Node {
   link?: number;
   /** Hard links: how many names of this inode the tree holds (its nlink inside the home). */
   linkCount?: number;
-  /** Deleted between the scan and reading it: not in the snapshot. */
+  /** Left out of the snapshot: deleted between the scan and reading it, or unreadable (a file). */
   vanished?: boolean;
+  /** Could not be read: a file is left out (vanished too), a directory is kept without its entries. */
+  unreadable?: boolean;
+}
+
+/** Permission errors: what this user cannot read is skipped and named, not fatal. */
+function unreadableReason(e: unknown): string | null {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'EACCES') return 'permission denied';
+  if (code === 'EPERM') return 'operation not permitted';
+  return null;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -124,10 +147,11 @@ class Pusher {
   private readonly io = new Semaphore(defaults.push.scanConcurrency);
   private readonly excludes: Excludes;
   private readonly uploads = new Map<string, Promise<void>>();
-  readonly progress: PushProgress = { phase: 'scan', files: 0, filesTotal: 0, bytesHashed: 0, bytesTotal: 0, bytesUploaded: 0, blocksNew: 0 };
+  private readonly progress: PushProgress = { phase: 'scan', files: 0, filesTotal: 0, bytesHashed: 0, bytesTotal: 0, bytesUploaded: 0, blocksNew: 0 };
   excluded = 0;
   skipped = 0;
   reused = 0;
+  readonly unreadable: Unreadable[] = [];
   private readonly parentDirs = new Map<string, Promise<Map<string, TreeEntry> | null>>();
 
   constructor(
@@ -187,9 +211,12 @@ class Pusher {
     try {
       raw = await this.limited(() => readdir(dir.abs, { encoding: 'buffer' }));
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || dir.depth === 0) throw e;
-      dir.vanished = true; // deleted since its parent was listed
+      const reason = unreadableReason(e);
+      if (dir.depth === 0) throw reason ? new UserError(`cannot push ${dir.abs}: ${reason}`) : e;
       dir.children = [];
+      if (reason) this.skipUnreadable(dir, reason);
+      else if ((e as NodeJS.ErrnoException).code === 'ENOENT') dir.vanished = true; // deleted since its parent was listed
+      else throw e;
       return;
     }
     const children: Node[] = [];
@@ -210,7 +237,10 @@ class Pusher {
           st = await this.limited(() => lstat(abs, { bigint: true }));
         } catch (e) {
           if ((e as NodeJS.ErrnoException).code === 'ENOENT') return; // deleted since the listing
-          throw e;
+          const reason = unreadableReason(e);
+          if (!reason) throw e;
+          this.unreadable.push({ path: rel, reason, dir: false });
+          return;
         }
         const kind = kindOf(st);
         if (kind === null) {
@@ -223,7 +253,15 @@ class Pusher {
         }
         const node: Node = { name, rel, abs, kind, st, depth: dir.depth + 1, size: 0 };
         if (kind === 'symlink') {
-          node.target = await this.limited(() => readlink(abs));
+          try {
+            node.target = await this.limited(() => readlink(abs));
+          } catch (e) {
+            if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+            const reason = unreadableReason(e);
+            if (!reason) throw e;
+            this.unreadable.push({ path: rel, reason, dir: false });
+            return;
+          }
           node.size = Buffer.byteLength(node.target, 'utf8');
         }
         children.push(node);
@@ -284,6 +322,38 @@ class Pusher {
     } finally {
       await fh.close();
     }
+  }
+
+  /** Records `node` as unreadable: a file is left out of the snapshot, a directory kept empty. */
+  skipUnreadable(node: Node, reason: string): void {
+    node.unreadable = true;
+    if (node.kind !== 'dir') node.vanished = true;
+    this.unreadable.push({ path: node.rel, reason, dir: node.kind === 'dir' });
+  }
+
+  /** Starts a phase of the progress report; `totals` (content) restarts the file counter at 0 of them. */
+  startPhase(phase: PushProgress['phase'], totals?: { files: number; bytes: number }): void {
+    this.progress.phase = phase;
+    if (totals) Object.assign(this.progress, { files: 0, filesTotal: totals.files, bytesTotal: totals.bytes });
+    this.emit();
+  }
+
+  /** One file of the content phase is done (hashed, reused, or left out). */
+  fileDone(): void {
+    this.progress.files++;
+    this.emit();
+  }
+
+  get blocksNew(): number {
+    return this.progress.blocksNew;
+  }
+
+  get bytesHashed(): number {
+    return this.progress.bytesHashed;
+  }
+
+  get bytesUploaded(): number {
+    return this.progress.bytesUploaded;
   }
 
   /** Hashes and uploads one file unless HEAD has it unchanged; re-reads it if it changed meanwhile. */
@@ -397,13 +467,10 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
     else byInode.set(inodeKey(n), [n]);
   }
   const groups = [...byInode.values()];
-  p.progress.phase = 'content';
-  p.progress.files = 0;
-  p.progress.filesTotal = groups.length;
-  p.progress.bytesTotal = groups.reduce((s, g) => s + Number((g[0] as Node).st.size), 0);
-  p.emit();
+  p.startPhase('content', { files: groups.length, bytes: groups.reduce((s, g) => s + Number((g[0] as Node).st.size), 0) });
   await mapLimit(groups, opts.parallelism ?? defaults.push.parallelism, async (group) => {
     // A file deleted since the scan (a live home) is left out; a hard link's other names may remain.
+    // One this user cannot read is left out and named (its other names are the same inode: unreadable too).
     let source: Node | undefined;
     for (const n of group) {
       try {
@@ -411,6 +478,11 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
         source = n;
         break;
       } catch (e) {
+        const reason = unreadableReason(e);
+        if (reason) {
+          for (const other of group) p.skipUnreadable(other, reason);
+          break;
+        }
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
         n.vanished = true;
       }
@@ -425,12 +497,10 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
       other.size = source.size;
       other.blocks = source.blocks;
     }
-    p.progress.files++;
-    p.emit();
+    p.fileDone();
   });
 
-  p.progress.phase = 'trees';
-  p.emit();
+  p.startPhase('trees');
   const dirs = [root, ...nodes.filter((n) => n.kind === 'dir')];
   const maxDepth = dirs.reduce((m, d) => Math.max(m, d.depth), 0);
   for (let depth = maxDepth; depth >= 0; depth--) {
@@ -461,8 +531,7 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
     reason: opts.reason ?? 'push',
     ...(opts.host !== undefined ? { host: opts.host } : {}),
   }, { fence: { gc: fence, since, reverify: reverifyReused(objects, gone) } });
-  p.progress.phase = 'done';
-  p.emit();
+  p.startPhase('done');
   return {
     snapshot,
     gen,
@@ -471,13 +540,14 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
     dirs: stats.dirs,
     bytes: stats.bytes,
     blocks: kept.reduce((s, n) => s + (n.blocks?.length ?? 0), 0),
-    blocksNew: p.progress.blocksNew,
-    bytesHashed: p.progress.bytesHashed,
-    bytesUploaded: p.progress.bytesUploaded,
+    blocksNew: p.blocksNew,
+    bytesHashed: p.bytesHashed,
+    bytesUploaded: p.bytesUploaded,
     filesReused: p.reused,
     excluded: p.excluded,
     skipped: p.skipped,
-    vanished: nodes.filter((n) => n.vanished).length,
+    vanished: nodes.filter((n) => n.vanished && !n.unreadable).length,
+    unreadable: p.unreadable.sort((a, b) => compareNames(a.path, b.path)),
     seconds: (performance.now() - t0) / 1000,
   };
 }

@@ -6,10 +6,12 @@
  * see a partial object. Temp files start with `.tmp-` and are never listed.
  */
 import { constants } from 'node:fs';
-import { link, mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
+import { access, link, mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { NotFoundError, StoreUnavailableError, UserError } from '../util/errors.js';
+import { NotFoundError, StoreUnavailableError, UserError, errorMessage } from '../util/errors.js';
+import { ExitCode } from '../util/exit-codes.js';
+import { makeDirs } from '../util/mkdirs.js';
 import { mapLimit } from '../util/concurrency.js';
 import type { ObjectInfo, Store } from './store.js';
 
@@ -29,15 +31,32 @@ export class FileStore implements Store {
     this.url = `file://${root}`;
   }
 
-  /** Creates the root directory (0700) if needed and checks it is a writable directory. */
-  async init(): Promise<this> {
+  /**
+   * Checks that the root is a directory, and with `create` writable, creating it (0700, with its parents)
+   * if it is missing. Without `create` a missing root is an error: readers never create a mistyped store.
+   */
+  async init(create = true): Promise<this> {
+    const unusable = (why: string): UserError => new UserError(`cannot open store ${this.url}: ${why}`, ExitCode.storeUnreachable);
     try {
-      await mkdir(this.root, { recursive: true, mode: 0o700 });
       const st = await stat(this.root);
-      if (!st.isDirectory()) throw new UserError(`store ${this.url} is not a directory`);
+      if (!st.isDirectory()) throw unusable('it is not a directory');
     } catch (e) {
       if (e instanceof UserError) throw e;
-      throw new UserError(`cannot open store ${this.url}: ${(e as Error).message}`);
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT') throw unusable(code === 'EACCES' ? 'permission denied' : code === 'ENOTDIR' ? 'a component of its path is not a directory' : errorMessage(e));
+      if (!create) throw new UserError(`store ${this.url} does not exist; check --store or HOMEFS_STORE (the first push or mount creates a store)`, ExitCode.storeUnreachable);
+      try {
+        await makeDirs(this.root, 0o700);
+      } catch (e2) {
+        throw unusable(errorMessage(e2));
+      }
+    }
+    if (create) {
+      try {
+        await access(this.root, constants.W_OK | constants.X_OK);
+      } catch {
+        throw unusable('it is not writable by this user');
+      }
     }
     return this;
   }

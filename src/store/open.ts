@@ -1,10 +1,11 @@
 /**
  * Opens a Store from a URL: `file:///abs/path` (or an absolute path), `s3://bucket/prefix?options`, or
- * `memory://` (tests). Remote stores are wrapped in the retrying store. Bad URLs are one-line UserErrors.
+ * `memory://` (tests). Remote stores are wrapped in the retrying store. Bad URLs are one-line UsageErrors;
+ * a missing file store is created only when the caller asks for it (`create`).
  */
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { UserError } from '../util/errors.js';
+import { UsageError, errorMessage } from '../util/errors.js';
 import { FileStore } from './file.js';
 import { MemoryStore } from './memory.js';
 import type { Store } from './store.js';
@@ -12,6 +13,20 @@ import type { Store } from './store.js';
 export interface OpenOptions {
   /** The caller will advance HEADs: check that the store enforces create-if-absent. */
   write?: boolean;
+  /** A missing file store directory may be created (push, a read-write mount); otherwise it is an error. */
+  create?: boolean;
+}
+
+/** The path of a `file:` URL; only an absolute path (`file:///abs/path`) is accepted. */
+function filePath(url: string, parsed: URL): string {
+  if (parsed.host !== '' && parsed.host !== 'localhost') {
+    throw new UsageError(`invalid store URL '${url}': a file URL needs an absolute path after three slashes, like file:///var/lib/homefs/store ('${parsed.host}' would be a host name)`);
+  }
+  try {
+    return fileURLToPath(parsed);
+  } catch (e) {
+    throw new UsageError(`invalid store URL '${url}': ${errorMessage(e)}`);
+  }
 }
 
 type S3Module = { createS3Store(url: URL): Store };
@@ -19,17 +34,17 @@ type RetryModule = { RetryingStore: new (inner: Store) => Store };
 type ProbeModule = { assertCreateIfAbsent(store: Store): Promise<void> };
 
 export async function openStore(url: string, opts: OpenOptions = {}): Promise<Store> {
-  if (!url) throw new UserError('no store given: pass --store URL or set HOMEFS_STORE');
-  if (isAbsolute(url)) return new FileStore(resolve(url)).init();
+  if (!url) throw new UsageError('no store given: pass --store URL or set HOMEFS_STORE');
+  if (isAbsolute(url)) return new FileStore(resolve(url)).init(opts.create === true);
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    throw new UserError(`invalid store URL '${url}': expected file:///path or s3://bucket/prefix`);
+    throw new UsageError(`invalid store URL '${url}': expected file:///path or s3://bucket/prefix`);
   }
   switch (parsed.protocol) {
     case 'file:':
-      return new FileStore(fileURLToPath(parsed)).init();
+      return new FileStore(filePath(url, parsed)).init(opts.create === true);
     case 'memory:':
       return new MemoryStore();
     case 's3:': {
@@ -43,6 +58,6 @@ export async function openStore(url: string, opts: OpenOptions = {}): Promise<St
       return store;
     }
     default:
-      throw new UserError(`unsupported store URL '${url}': use file:///path or s3://bucket/prefix`);
+      throw new UsageError(`unsupported store URL '${url}': use file:///path or s3://bucket/prefix`);
   }
 }

@@ -2,12 +2,14 @@
  * Maps what @aws-sdk/client-s3 throws onto homefs errors, in one place:
  *   - throttling (429, 503 SlowDown), 5xx, RequestTimeout, AWS's 409 ConditionalRequestConflict (a
  *     concurrent conditional write: AWS says to retry) and network failures → TransientStoreError (retried);
- *   - unknown bucket, refused or missing credentials, missing region, unresolvable host → one-line UserErrors;
+ *   - unknown bucket, refused or missing credentials, missing region, unresolvable host → one-line UserErrors
+ *     with the "store unreachable" exit code (3);
  *   - any other 4xx → a one-line UserError naming the key and the service's error code (never retried).
  * Missing keys and failed preconditions are not errors for the callers in s3.ts: see isMissing and
  * isPreconditionFailed.
  */
 import { StoreUnavailableError, UserError, errorMessage } from '../util/errors.js';
+import { ExitCode } from '../util/exit-codes.js';
 import { TransientStoreError, isTransientCode } from './transient.js';
 
 interface SdkErrorShape {
@@ -53,26 +55,26 @@ export function classifyS3Error(e: unknown, url: string, bucket: string, key?: s
   const what = key ? ` (${key})` : '';
 
   if (name === 'CredentialsProviderError') {
-    return new UserError(`store ${url}: no S3 credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE`);
+    return new UserError(`store ${url}: no S3 credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE`, ExitCode.storeUnreachable);
   }
   if (/region is missing/i.test(s.message ?? '')) {
-    return new UserError(`store ${url}: no S3 region; add ?region=... to the URL or set AWS_REGION`);
+    return new UserError(`store ${url}: no S3 region; add ?region=... to the URL or set AWS_REGION`, ExitCode.storeUnreachable);
   }
   if (status === 429 || status === 503 || (status !== undefined && status >= 500) || THROTTLING.has(name) || TRANSIENT_NAMES.has(name)) {
     return new TransientStoreError(url, `${name}${status ? ` (HTTP ${status})` : ''}${what}`);
   }
   if (name === 'NoSuchBucket' || (status === 404 && key === undefined)) {
-    return new UserError(`store ${url}: bucket '${bucket}' does not exist (create it first, or fix the URL)`);
+    return new UserError(`store ${url}: bucket '${bucket}' does not exist (create it first, or fix the URL)`, ExitCode.storeUnreachable);
   }
   if (BAD_CREDENTIALS.has(name)) {
-    return new UserError(`store ${url} refused the credentials (${name}); check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or the profile`);
+    return new UserError(`store ${url} refused the credentials (${name}); check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or the profile`, ExitCode.storeUnreachable);
   }
   if (status === 403) {
     // HEAD answers carry no error code, so a wrong secret and a missing permission look the same here
-    return new UserError(`store ${url}: access denied (HTTP 403${name === 'Unknown' || name === 'Forbidden' ? '' : ` ${name}`})${what}; check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the profile) and that they may read and write bucket '${bucket}'`);
+    return new UserError(`store ${url}: access denied (HTTP 403${name === 'Unknown' || name === 'Forbidden' ? '' : ` ${name}`})${what}; check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the profile) and that they may read and write bucket '${bucket}'`, ExitCode.storeUnreachable);
   }
   if (status !== undefined && status >= 400) {
-    return new UserError(`store ${url}: request failed${what}: HTTP ${status} ${name}: ${s.message ?? ''}`.trimEnd());
+    return new UserError(`store ${url}: request failed${what}: HTTP ${status} ${name}: ${s.message ?? ''}`.trimEnd(), ExitCode.storeUnreachable);
   }
   if (s.code === 'ENOTFOUND') {
     return new StoreUnavailableError(url, `host not found (${errorMessage(e)})`);

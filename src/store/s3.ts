@@ -31,7 +31,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { defaults } from '../config.js';
 import { mapLimit } from '../util/concurrency.js';
-import { NotFoundError, UserError } from '../util/errors.js';
+import { NotFoundError, UsageError } from '../util/errors.js';
 import { validateKey } from './file.js';
 import { classifyS3Error, httpStatus, isMissing, isPreconditionFailed } from './s3-errors.js';
 import type { ObjectInfo, Store } from './store.js';
@@ -50,21 +50,21 @@ export interface S3Location {
 const OPTIONS = new Set(['endpoint', 'region', 'pathStyle', 'profile', 'parallelism']);
 const BUCKET = /^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$/;
 
-/** Parses and validates an `s3://` URL; every problem is a one-line UserError. */
+/** Parses and validates an `s3://` URL; every problem is a one-line UsageError (exit code 2). */
 export function parseS3Url(url: URL, env: NodeJS.ProcessEnv = process.env): S3Location {
   const shown = `s3://${url.host}${url.pathname}`;
-  if (url.protocol !== 's3:') throw new UserError(`not an s3:// URL: ${shown}`);
+  if (url.protocol !== 's3:') throw new UsageError(`not an s3:// URL: ${shown}`);
   if (url.username || url.password) {
-    throw new UserError(`store URL ${shown}: credentials do not belong in the URL; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or AWS_PROFILE`);
+    throw new UsageError(`store URL ${shown}: credentials do not belong in the URL; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or AWS_PROFILE`);
   }
   const bucket = url.hostname;
-  if (!BUCKET.test(bucket)) throw new UserError(`store URL ${shown}: '${bucket}' is not a valid bucket name`);
+  if (!BUCKET.test(bucket)) throw new UsageError(`store URL ${shown}: '${bucket}' is not a valid bucket name`);
   const prefix = decodeURIComponent(url.pathname).replace(/^\/+|\/+$/g, '');
   if (prefix && prefix.split('/').some((c) => c === '' || c === '.' || c === '..')) {
-    throw new UserError(`store URL ${shown}: invalid key prefix '${prefix}'`);
+    throw new UsageError(`store URL ${shown}: invalid key prefix '${prefix}'`);
   }
   for (const k of url.searchParams.keys()) {
-    if (!OPTIONS.has(k)) throw new UserError(`store URL ${shown}: unknown option '${k}' (known: ${[...OPTIONS].join(', ')})`);
+    if (!OPTIONS.has(k)) throw new UsageError(`store URL ${shown}: unknown option '${k}' (known: ${[...OPTIONS].join(', ')})`);
   }
   const q = (k: string): string | undefined => url.searchParams.get(k) ?? undefined;
   const endpoint = q('endpoint');
@@ -73,19 +73,19 @@ export function parseS3Url(url: URL, env: NodeJS.ProcessEnv = process.env): S3Lo
     try {
       e = new URL(endpoint);
     } catch {
-      throw new UserError(`store URL ${shown}: endpoint '${endpoint}' is not a URL (expected http(s)://host[:port])`);
+      throw new UsageError(`store URL ${shown}: endpoint '${endpoint}' is not a URL (expected http(s)://host[:port])`);
     }
-    if (e.protocol !== 'http:' && e.protocol !== 'https:') throw new UserError(`store URL ${shown}: endpoint must be http:// or https://`);
+    if (e.protocol !== 'http:' && e.protocol !== 'https:') throw new UsageError(`store URL ${shown}: endpoint must be http:// or https://`);
   }
   const pathStyleRaw = q('pathStyle');
   if (pathStyleRaw !== undefined && !['true', 'false', '1', '0'].includes(pathStyleRaw)) {
-    throw new UserError(`store URL ${shown}: pathStyle must be true or false`);
+    throw new UsageError(`store URL ${shown}: pathStyle must be true or false`);
   }
   const pathStyle = pathStyleRaw === undefined ? endpoint !== undefined : pathStyleRaw === 'true' || pathStyleRaw === '1';
   const parRaw = q('parallelism');
   const parallelism = parRaw === undefined ? defaults.storeParallelism : Number(parRaw);
   if (!Number.isInteger(parallelism) || parallelism < 1 || parallelism > 1024) {
-    throw new UserError(`store URL ${shown}: parallelism must be an integer from 1 to 1024`);
+    throw new UsageError(`store URL ${shown}: parallelism must be an integer from 1 to 1024`);
   }
   let region = q('region');
   if (region === undefined && endpoint !== undefined && !env.AWS_REGION && !env.AWS_DEFAULT_REGION) region = 'us-east-1';

@@ -1,7 +1,8 @@
 /**
  * Typed errors that cross layers. A `UserError` is a failure the user can act on (bad flag, unknown home,
- * unreachable store, corrupt object); the CLI prints its message as one line and exits non-zero, never a
- * stack trace. Everything else is a bug and is reported with its stack.
+ * unreachable store, corrupt object); the CLI prints its message as one line and exits with its
+ * `exitCode` (util/exit-codes.ts), never a stack trace. Everything else is a bug and is reported with its
+ * stack.
  *
  * The store's errors are UserErrors too, because their message is what the user needs (fix the URL, the
  * network, the credentials; restore the object). So `instanceof UserError` says only "print it as one
@@ -9,17 +10,27 @@
  * HeadConflictError), never UserError as a whole, or it would also swallow an unreachable store or a
  * corrupt object. Which store errors may be retried is stated in store/store.ts.
  */
+import { ExitCode } from './exit-codes.js';
+
 export class UserError extends Error {
-  constructor(message: string, readonly exitCode = 1) {
+  constructor(message: string, readonly exitCode: number = ExitCode.userError) {
     super(message);
     this.name = 'UserError';
+  }
+}
+
+/** A malformed command line: an option value of the wrong form, conflicting options. */
+export class UsageError extends UserError {
+  constructor(message: string) {
+    super(message, ExitCode.usage);
+    this.name = 'UsageError';
   }
 }
 
 /** The object does not exist in the store. */
 export class NotFoundError extends UserError {
   constructor(readonly key: string) {
-    super(`not found in store: ${key}`);
+    super(`not found in store: ${key}`, ExitCode.damage);
     this.name = 'NotFoundError';
   }
 }
@@ -27,7 +38,7 @@ export class NotFoundError extends UserError {
 /** An object's bytes do not hash to its key: corruption in the store or in transit. Never served. */
 export class CorruptObjectError extends UserError {
   constructor(readonly key: string, readonly path?: string) {
-    super(`corrupted object ${key}${path ? ` (${path})` : ''}: its content does not match its hash; run 'homefs verify' and restore it from another copy`);
+    super(`corrupted object ${key}${path ? ` (${path})` : ''}: its content does not match its hash; run 'homefs verify' and restore it from another copy`, ExitCode.damage);
     this.name = 'CorruptObjectError';
   }
 }
@@ -44,7 +55,7 @@ export class HeadConflictError extends UserError {
 /** The store could not be reached or kept failing after retries. */
 export class StoreUnavailableError extends UserError {
   constructor(readonly url: string, cause: string) {
-    super(`store ${url} is unreachable: ${cause}; check the URL, the network and the credentials`);
+    super(`store ${url} is unreachable: ${cause}; check the URL, the network and the credentials`, ExitCode.storeUnreachable);
     this.name = 'StoreUnavailableError';
   }
 }
@@ -52,7 +63,7 @@ export class StoreUnavailableError extends UserError {
 /** A malformed or hostile encoded object (tree, snapshot, head). */
 export class FormatError extends UserError {
   constructor(what: string, detail: string) {
-    super(`invalid ${what}: ${detail}`);
+    super(`invalid ${what}: ${detail}`, ExitCode.damage);
     this.name = 'FormatError';
   }
 }

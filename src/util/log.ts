@@ -6,7 +6,7 @@
  * daemon's install; the format is a dozen lines).
  */
 import pino, { type Logger } from 'pino';
-import { UserError } from './errors.js';
+import { UsageError } from './errors.js';
 
 export const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 export type Level = (typeof LEVELS)[number];
@@ -16,7 +16,7 @@ const OMIT = new Set(['level', 'time', 'msg', 'pid', 'hostname']);
 
 export function parseLevel(v: string): Level {
   if ((LEVELS as readonly string[]).includes(v)) return v as Level;
-  throw new UserError(`invalid --log-level '${v}': use one of ${LEVELS.join(', ')}`);
+  throw new UsageError(`invalid --log-level '${v}': use one of ${LEVELS.join(', ')}`);
 }
 
 function fieldValue(v: unknown): string {
