@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { cleanContent } from '../src/inodes/filestate.js';
 import { Journal } from '../src/inodes/journal.js';
 
 const n = Number(process.argv[2] ?? 20_000);
@@ -17,7 +18,7 @@ let t0 = process.hrtime.bigint();
 for (let i = 0; i < n; i++) {
   j.txn(() => {
     const ino = j.allocIno();
-    j.put({ ino, kind: 'file', mode: 0o644, uid: 0, gid: 0, size: i, atimeNs: 1n, mtimeNs: 1n, ctimeNs: 1n, nlink: 1, parents: [1], blocks: ['a'.repeat(64)], sealedSize: i });
+    j.put({ ino, kind: 'file', mode: 0o644, uid: 0, gid: 0, size: i, atimeNs: 1n, mtimeNs: 1n, ctimeNs: 1n, nlink: 1, parents: [1], content: cleanContent(['a'.repeat(64)], i) });
     j.setChild(1, `name-${i}`, ino);
   });
 }

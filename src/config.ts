@@ -57,6 +57,43 @@ export const defaults = {
   historyKeep: 20,
   /** gc grace period for unreferenced objects. */
   gcGraceMs: 24 * 3600_000,
+  /** A mounted home: files sealed concurrently, and worker threads hashing what a seal uploads. */
+  sealParallelism: 4,
+  sealHashThreads: 1,
+  /** Blocks prefetched ahead of a sequential reader of a large file. */
+  readaheadBlocks: 4,
+  /** A mounted home prunes its history (historyKeep) at most this often. */
+  pruneIntervalMs: 60_000,
+  /** The final seal at sleep is retried this often on failure, with backoff (util/backoff.ts). */
+  sleepSealRetries: 5,
+  sleepSealRetryBaseMs: 500,
+  sleepSealRetryMaxMs: 10_000,
+  /** `homefs push` (snapshot/push.ts). */
+  push: {
+    /** Files hashed and uploaded at once (each holds at most one 8 MiB block in memory); PushOptions.parallelism overrides. */
+    parallelism: 16,
+    /** readdir/lstat/readlink calls in flight while scanning. */
+    scanConcurrency: 64,
+    /** Trees of one depth written at once. */
+    treeParallelism: 16,
+    /** Reads of a file that keeps changing while it is hashed, before push gives up on it. */
+    readAttempts: 3,
+  },
+  /** The block cache (cache/blockcache.ts); each can be overridden by its options. */
+  cache: {
+    /** Cap of the in-memory LRU in bytes (0 disables it). */
+    memoryBytes: 256 * 1024 * 1024,
+    /** Store GETs in flight at most; prefetch uses at most half of them. */
+    fetchParallelism: 16,
+    /** A fetch (waiting for a slot + the GET) that takes longer fails with StoreUnavailableError. */
+    fetchTimeoutMs: 30_000,
+    /** Prefetch requests queued beyond this are dropped. */
+    maxPrefetchQueue: 65_536,
+    /** Open file handles kept for disk range reads. */
+    openFiles: 32,
+    /** A cached file's mtime (its persisted last use) is refreshed at most this often. */
+    persistLastUseMs: 60_000,
+  },
   /** gc waits this long between announcing its epoch and marking (snapshot/gcfence.ts). */
   gcFenceWaitMs: 3 * 60_000,
   /** A committer starts its HEAD write at most this long after its last look at the gc epoch. */

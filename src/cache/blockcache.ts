@@ -20,6 +20,7 @@
  */
 import type { Logger } from 'pino';
 import { LRUCache } from 'lru-cache';
+import { defaults } from '../config.js';
 import { hashBuffer } from '../hash/blake3.js';
 import { assertHash, blockKey, metaKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
@@ -60,30 +61,20 @@ export interface BlockCacheOptions {
   org: string;
   /** Cap of the on-disk cache in bytes. */
   maxBytes: number;
-  /** Cap of the in-memory LRU in bytes (0 disables it). Default 256 MiB. */
+  /** Cap of the in-memory LRU in bytes (0 disables it). Default: config.ts `defaults.cache`. */
   memoryBytes?: number;
-  /** Store GETs in flight at most; prefetch uses at most half of them. Default 16. */
+  /** Store GETs in flight at most; prefetch uses at most half of them. Default: config.ts. */
   fetchParallelism?: number;
-  /** A fetch (waiting for a slot + the GET) that takes longer rejects with StoreUnavailableError. Default 30 s. */
+  /** A fetch (waiting for a slot + the GET) that takes longer rejects with StoreUnavailableError. Default: config.ts. */
   fetchTimeoutMs?: number;
   logger?: Logger;
   /** BLAKE3 of a buffer as 64 hex digits; default hashes on the calling thread (pass a worker pool's). */
   hash?: HashFn;
-  /** Prefetch requests queued beyond this are dropped. Default 65536. */
+  /** Prefetch requests queued beyond this are dropped. Default: config.ts. */
   maxPrefetchQueue?: number;
-  /** Open file handles kept for disk range reads. Default 32. */
+  /** Open file handles kept for disk range reads. Default: config.ts. */
   openFiles?: number;
 }
-
-export const CACHE_DEFAULTS = {
-  memoryBytes: 256 * 1024 * 1024,
-  fetchParallelism: 16,
-  fetchTimeoutMs: 30_000,
-  maxPrefetchQueue: 65_536,
-  openFiles: 32,
-  /** A file's mtime (its persisted last use) is refreshed at most this often. */
-  persistLastUseMs: 60_000,
-};
 
 type Source = 'disk' | 'store';
 interface Loaded {
@@ -115,16 +106,16 @@ export class BlockCache {
     validateName('org', opts.org);
     if (!(opts.maxBytes >= 0)) throw new Error(`cache maxBytes must be >= 0, got ${opts.maxBytes}`);
     this.files = new DiskFiles(opts.dir);
-    this.fds = new FdCache(Math.max(1, opts.openFiles ?? CACHE_DEFAULTS.openFiles));
-    const memoryBytes = opts.memoryBytes ?? CACHE_DEFAULTS.memoryBytes;
+    this.fds = new FdCache(Math.max(1, opts.openFiles ?? defaults.cache.openFiles));
+    const memoryBytes = opts.memoryBytes ?? defaults.cache.memoryBytes;
     this.memory = memoryBytes > 0
       ? new LRUCache<string, Buffer>({ maxSize: memoryBytes, sizeCalculation: (b) => Math.max(1, b.length) })
       : undefined;
-    const parallelism = Math.max(1, opts.fetchParallelism ?? CACHE_DEFAULTS.fetchParallelism);
+    const parallelism = Math.max(1, opts.fetchParallelism ?? defaults.cache.fetchParallelism);
     this.slots = new FetchSlots(parallelism, Math.max(1, Math.floor(parallelism / 2)), () => this.pumpPrefetch());
     this.hash = opts.hash ?? hashBuffer;
-    this.timeoutMs = opts.fetchTimeoutMs ?? CACHE_DEFAULTS.fetchTimeoutMs;
-    this.maxPrefetchQueue = opts.maxPrefetchQueue ?? CACHE_DEFAULTS.maxPrefetchQueue;
+    this.timeoutMs = opts.fetchTimeoutMs ?? defaults.cache.fetchTimeoutMs;
+    this.maxPrefetchQueue = opts.maxPrefetchQueue ?? defaults.cache.maxPrefetchQueue;
     this.log = opts.logger;
   }
 
@@ -428,7 +419,7 @@ export class BlockCache {
 
   /** Refreshes the file's mtime (its last use across restarts), at most once per persistLastUseMs. */
   private persistLastUse(e: IndexEntry): void {
-    if (e.lastUse - e.persistedAt < CACHE_DEFAULTS.persistLastUseMs) return;
+    if (e.lastUse - e.persistedAt < defaults.cache.persistLastUseMs) return;
     e.persistedAt = e.lastUse;
     const { kind, hash } = parseKey(e.key);
     this.track(this.files.setLastUse(kind, hash, e.lastUse), 'cache.touch');

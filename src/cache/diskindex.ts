@@ -1,11 +1,13 @@
 /**
  * The in-memory index of the on-disk block cache: which objects are on disk, their sizes, and their order
- * of last use. A `Map` keeps insertion order, so deleting and re-inserting an entry on use makes the first
- * entry the least recently used one: touch, add and evict are O(1) with no extra structure.
+ * of last use, kept by an unbounded lru-cache (the byte cap is enforced by `evictTo`, which reports what
+ * it removed so the caller can delete the files; lru-cache's own eviction would not tell).
  *
  * The index is a view, not the truth: other daemons of the same org share the directory and may add or
  * remove files behind it. Callers treat a missing file as a miss and re-add files they find on disk.
  */
+
+import { LRUCache } from 'lru-cache';
 
 export interface IndexEntry {
   readonly key: string;
@@ -17,7 +19,8 @@ export interface IndexEntry {
 }
 
 export class DiskIndex {
-  private readonly entries = new Map<string, IndexEntry>();
+  /** Recency order only: no count or size bound (maxSize is a formality lru-cache needs to grow unbounded). */
+  private readonly entries = new LRUCache<string, IndexEntry>({ maxSize: Number.MAX_SAFE_INTEGER, sizeCalculation: () => 1 });
   private total = 0;
 
   get bytes(): number {
@@ -32,8 +35,9 @@ export class DiskIndex {
     return this.entries.has(key);
   }
 
+  /** The entry, without marking it used. */
   get(key: string): IndexEntry | undefined {
-    return this.entries.get(key);
+    return this.entries.peek(key);
   }
 
   /** Adds (or replaces) an entry as the most recently used one. */
@@ -48,15 +52,12 @@ export class DiskIndex {
   /** Marks an entry as just used; returns it, or undefined if it is not indexed. */
   touch(key: string, now: number): IndexEntry | undefined {
     const e = this.entries.get(key);
-    if (!e) return undefined;
-    this.entries.delete(key);
-    e.lastUse = now;
-    this.entries.set(key, e);
+    if (e) e.lastUse = now;
     return e;
   }
 
   remove(key: string): IndexEntry | undefined {
-    const e = this.entries.get(key);
+    const e = this.entries.peek(key);
     if (!e) return undefined;
     this.entries.delete(key);
     this.total -= e.size;
@@ -70,18 +71,24 @@ export class DiskIndex {
   evictTo(maxBytes: number, keep?: string): IndexEntry[] {
     const out: IndexEntry[] = [];
     if (this.total <= maxBytes) return out;
-    for (const [key, e] of this.entries) {
-      if (this.total <= maxBytes) break;
-      if (key === keep) continue;
-      this.entries.delete(key);
-      this.total -= e.size;
+    while (this.total > maxBytes) {
+      const victim = this.leastRecent(keep);
+      if (victim === undefined) break;
+      const e = this.remove(victim);
+      if (!e) break;
       out.push(e);
     }
     return out;
   }
 
+  /** The least recently used key other than `except` (O(1): `except` is the newest when given). */
+  private leastRecent(except: string | undefined): string | undefined {
+    for (const key of this.entries.rkeys()) if (key !== except) return key;
+    return undefined;
+  }
+
   /** Keys from least to most recently used (tests and diagnostics). */
   keys(): string[] {
-    return [...this.entries.keys()];
+    return [...this.entries.rkeys()];
   }
 }

@@ -9,6 +9,7 @@
  * when the handle closes; `max` bounds how much unlinked data handles can pin).
  */
 import { open, type FileHandle } from 'node:fs/promises';
+import { LRUCache } from 'lru-cache';
 import { isEnoent } from './diskfiles.js';
 
 interface Slot {
@@ -24,9 +25,12 @@ export interface Lease {
 }
 
 export class FdCache {
-  private readonly slots = new Map<string, Slot>(); // insertion order = least recently used first
+  /** Bounded by `max`; an evicted or deleted slot is dropped: closed now, or by its last release. */
+  private readonly slots: LRUCache<string, Slot>;
 
-  constructor(readonly max: number) {}
+  constructor(readonly max: number) {
+    this.slots = new LRUCache<string, Slot>({ max, dispose: (slot) => markDropped(slot) });
+  }
 
   get size(): number {
     return this.slots.size;
@@ -34,15 +38,12 @@ export class FdCache {
 
   /** An open handle of `path` (cached under `key`), or undefined if the file does not exist. */
   async acquire(key: string, path: string): Promise<Lease | undefined> {
-    let current = this.slots.get(key);
+    let current = this.slots.get(key); // most recently used again
     if (current) {
       current.refs++;
-      this.slots.delete(key); // most recently used again
-      this.slots.set(key, current);
     } else {
       current = { opening: openSized(path), refs: 1, dropped: false };
       this.slots.set(key, current);
-      this.trim();
     }
     const slot = current;
     let opened;
@@ -73,29 +74,26 @@ export class FdCache {
 
   /** Forgets `key` (evicted, found corrupt): its handle closes once no read uses it. */
   invalidate(key: string): void {
-    const slot = this.slots.get(key);
+    const slot = this.slots.peek(key);
     if (slot) this.drop(key, slot);
   }
 
   async closeAll(): Promise<void> {
-    const all = [...this.slots.entries()];
-    for (const [key, slot] of all) this.drop(key, slot);
-    await Promise.allSettled(all.map(([, s]) => s.opening));
-  }
-
-  private trim(): void {
-    for (const [key, slot] of this.slots) {
-      if (this.slots.size <= this.max) break;
-      this.drop(key, slot);
-    }
+    const all = [...this.slots.values()];
+    this.slots.clear();
+    await Promise.allSettled(all.map((s) => s.opening));
   }
 
   private drop(key: string, slot: Slot): void {
-    if (this.slots.get(key) === slot) this.slots.delete(key);
-    if (slot.dropped) return;
-    slot.dropped = true;
-    if (slot.refs === 0) void closeQuietly(slot);
+    if (this.slots.peek(key) === slot) this.slots.delete(key);
+    else markDropped(slot);
   }
+}
+
+function markDropped(slot: Slot): void {
+  if (slot.dropped) return;
+  slot.dropped = true;
+  if (slot.refs === 0) void closeQuietly(slot);
 }
 
 async function openSized(path: string): Promise<{ fh: FileHandle; size: number } | undefined> {

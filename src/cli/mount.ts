@@ -115,8 +115,11 @@ async function runDaemon(cfg: MountConfig, level: string): Promise<void> {
     setTimeout(() => process.exit(exitCode), 2000).unref(); // foreground: main prints the error, then exits
     throw e;
   }
+  // The home is asleep for good (signal, `homefs sleep`, unmount from outside): leave the last control
+  // reply a moment to reach its client, then end the daemon with the home's status.
+  void home.finished.then((code) => setTimeout(() => process.exit(code), 50));
   const stop = (sig: string): void => {
-    home.sleep(sig).then(() => process.exit(0), () => process.exit(1));
+    home.sleep(sig).catch(() => undefined);
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

@@ -14,7 +14,7 @@ import type { Inode } from '../inodes/types.js';
 import type { UpperFiles } from '../inodes/upper.js';
 import { NeedsLoad, type HomeView } from '../inodes/view.js';
 import { Xattrs } from '../inodes/xattrs.js';
-import { CorruptObjectError, NotFoundError, StoreUnavailableError } from '../util/errors.js';
+import { CorruptObjectError, FormatError, NotFoundError, StoreUnavailableError } from '../util/errors.js';
 import { attrOf, entryOf, kindOfMode, toNs, type Timeouts } from './attr.js';
 
 export interface AdapterHooks {
@@ -66,6 +66,12 @@ export class FuseAdapter {
       this.log.error({ op, err: e.message }, 'store error');
       return this.s.err(req, E.EIO);
     }
+    // A tree or snapshot that hashes right but does not decode (malformed or hostile): never served.
+    if (e instanceof FormatError) {
+      this.hooks.failed('corrupt');
+      this.log.error({ op, err: e.message }, 'invalid object in the store');
+      return this.s.err(req, E.EIO);
+    }
     // The local disk under the state directory is full (or read-only): tell the writer so, not EIO.
     const code = (e as NodeJS.ErrnoException | undefined)?.code;
     if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EROFS') {
@@ -74,7 +80,7 @@ export class FuseAdapter {
     }
     // Limits of the local filesystem under the upper area are the caller's errors, not I/O errors.
     if (code === 'EFBIG' || code === 'ENAMETOOLONG' || code === 'EOVERFLOW') return this.s.err(req, E[code]);
-    this.hooks.failed(op === 'seal' ? 'seal' : 'fuse');
+    this.hooks.failed('fuse');
     this.log.error({ op, err: e instanceof Error ? e.stack : String(e) }, 'request failed');
     this.s.err(req, E.EIO);
   }

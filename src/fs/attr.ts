@@ -23,10 +23,6 @@ export function kindOfMode(mode: number): EntryKind | undefined {
   }
 }
 
-export function typeBits(kind: EntryKind): number {
-  return TYPE_BITS[kind];
-}
-
 const NS = 1_000_000_000n;
 
 export function attrOf(i: Inode): Attr {

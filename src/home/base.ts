@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import { mkdirSync, rmSync } from 'node:fs';
 import { Journal } from '../inodes/journal.js';
-import { advanceHead, readHead, type HeadRecord } from '../snapshot/heads.js';
+import { advanceHead, readHead } from '../snapshot/heads.js';
 import type { ObjectStore } from '../snapshot/objects.js';
 import type { Snapshot, SnapshotStats } from '../model/tree.js';
 import type { HomePaths } from './paths.js';
@@ -19,9 +19,6 @@ export interface BaseChoice {
   rootTree: string | null;
   /** Attributes of the home's root directory recorded in the base snapshot. */
   rootAttrs?: Snapshot['rootAttrs'];
-  head: HeadRecord | null;
-  /** Local state was replaced because HEAD moved; its changes (if any) went to this conflict seal. */
-  replaced: boolean;
 }
 
 export async function chooseBase(
@@ -30,7 +27,6 @@ export async function chooseBase(
 ): Promise<BaseChoice> {
   let journal = new Journal(paths.journal);
   let head = await readHead(objects.store, org, home);
-  let replaced = false;
   if (!journal.isEmpty()) {
     const base = journal.base();
     if (base.gen === (head?.gen ?? null)) {
@@ -40,9 +36,9 @@ export async function chooseBase(
         journal.setBase({ snapshot: head.snapshot, gen });
         log.info({ org, home, gen }, 'took the home over: HEAD advanced to fence the previous holder');
       }
-      return { journal, rootTree: null, head, replaced };
+      return { journal, rootTree: null };
     }
-    if (journal.dirtyCount > 0) {
+    if (journal.changedCount > 0) {
       log.warn({ org, home, localGen: base.gen, headGen: head?.gen }, 'HEAD moved since this state directory last sealed; keeping local changes as a conflict snapshot');
       await sealStale(journal);
     }
@@ -51,7 +47,6 @@ export async function chooseBase(
     rmSync(paths.upper, { recursive: true, force: true });
     mkdirSync(paths.upper, { recursive: true, mode: 0o700 });
     journal = new Journal(paths.journal);
-    replaced = true;
   }
   if (fence && head) {
     const gen = await advanceHead(objects.store, org, home, head.gen, head.snapshot);
@@ -67,5 +62,5 @@ export async function chooseBase(
     journal.setMeta('stats', snap.stats satisfies SnapshotStats);
   }
   journal.setBase({ snapshot: head?.snapshot ?? null, gen: head?.gen ?? null });
-  return { journal, rootTree, head, replaced, ...(rootAttrs ? { rootAttrs } : {}) };
+  return { journal, rootTree, ...(rootAttrs ? { rootAttrs } : {}) };
 }

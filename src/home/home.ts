@@ -22,13 +22,14 @@ import { decodeTree } from '../snapshot/codec.js';
 import { Excludes } from '../snapshot/excludes.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { GcFence } from '../snapshot/gcfence.js';
-import { seal, type SealDeps, type SealResult } from '../snapshot/seal.js';
+import { seal, type SealDeps, type SealResult } from '../seal/seal.js';
 import { openStore } from '../store/open.js';
 import { defaultMetrics } from '../metrics/homefs.js';
 import { MeteredStore } from '../metrics/store.js';
 import { pruneHistory } from '../ops/history.js';
 import { defaults } from '../config.js';
 import type { Store } from '../store/store.js';
+import { retrying } from '../util/backoff.js';
 import { HeadConflictError, UserError, errorMessage } from '../util/errors.js';
 import { chooseBase } from './base.js';
 import { serveControl, type ControlReply, type ControlRequest } from './control.js';
@@ -81,7 +82,15 @@ export class MountedHome {
   private readonly sealer: Sealer<SealResult | null>;
   private readonly host = hostname();
   /** Seals hash blocks on a worker thread so the FUSE loop keeps answering meanwhile. */
-  private readonly hashPool = new HashPool({ threads: 1 });
+  private readonly hashPool = new HashPool({ threads: defaults.sealHashThreads });
+  private exitWith: (code: number) => void = () => undefined;
+  /**
+   * Resolves with the daemon's exit status once the home is asleep for good: after `sleep()` (a signal,
+   * `homefs sleep`) or an unmount from outside. The caller (cli/mount.ts) decides to end the process.
+   */
+  readonly finished: Promise<number> = new Promise((resolve) => {
+    this.exitWith = resolve;
+  });
   /** The org's gc fence and this mount's last look at it (snapshot/gcfence.ts). */
   private readonly gcFence: SealDeps['fence'];
 
@@ -131,7 +140,7 @@ export class MountedHome {
       };
       const upper = new UpperFiles(paths.upper);
       const excludes = new Excludes(cfg.excludes);
-      const contentOpts = { readaheadBlocks: 4, quotaBytes: cfg.quotaBytes, kernelOwnsTimes: !cfg.readOnly };
+      const contentOpts = { readaheadBlocks: defaults.readaheadBlocks, quotaBytes: cfg.quotaBytes, kernelOwnsTimes: !cfg.readOnly };
       const lease = cfg.readOnly ? undefined : await MountedHome.claimLease(cfg, store, paths, log);
       if (lease) undo.push(() => lease.release());
       const fence = lease !== undefined && cfg.takeover;
@@ -139,7 +148,7 @@ export class MountedHome {
         const c = new Content(stale, upper, blocks, contentOpts);
         try {
           const staleFence = { gc: new GcFence(store, cfg.org), observed: null };
-          await seal({ journal: stale, content: c, upper, objects, excludes, org: cfg.org, home: cfg.home, host: hostname(), parallelism: 4, fence: staleFence }, 'conflict');
+          await seal({ journal: stale, content: c, objects, excludes, home: cfg.home, host: hostname(), parallelism: defaults.sealParallelism, fence: staleFence }, 'conflict');
         } catch (e) {
           if (!(e instanceof HeadConflictError)) throw e;
           log.warn({ err: e.message }, 'local changes kept as a conflict snapshot');
@@ -156,10 +165,7 @@ export class MountedHome {
         getTree: async (h) => decodeTree(await cache.get('meta', h), h),
         prefetchTrees: (hs) => cache.prefetch('meta', hs),
       });
-      view.onReclaim = (node) => {
-        content.released(node);
-        void upper.remove(node.ino);
-      };
+      view.onReclaim = (node) => void content.reclaim(node).catch((e: unknown) => log.warn({ op: 'reclaim', ino: node.ino, err: errorMessage(e) }, 'cannot remove the upper file of a deleted file'));
       const ra = choice.rootAttrs;
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
       const h = new MountedHome(cfg, paths, log, store, objects, cache, journal, upper, content, view, lease, unlock);
@@ -218,7 +224,7 @@ export class MountedHome {
     this.session.onUnmounted((reason) => {
       this.log.info({ reason }, 'unmounted from outside');
       this.session = undefined;
-      void this.sleep('unmount').finally(() => process.exit(this.lastError ? 1 : 0));
+      this.sleep('unmount').catch(() => undefined);
     });
     this.control = serveControl(this.cfg.mountpoint, (req) => this.handle(req));
     this.timer = setInterval(() => this.tick(), 1000);
@@ -237,7 +243,7 @@ export class MountedHome {
     if (this.state !== 'active' && this.state !== 'parked') return;
     const idle = Date.now() - this.lastActivity;
     if (this.state === 'active' && idle >= this.cfg.parkAfterMs) this.state = 'parked';
-    if (this.state === 'parked' && this.journal.dirtyCount > 0 && !this.sealer.busy && Date.now() - this.lastSealAt >= this.cfg.idleSealMs) {
+    if (this.state === 'parked' && this.journal.changedCount > 0 && !this.sealer.busy && Date.now() - this.lastSealAt >= this.cfg.idleSealMs) {
       this.sealer.request('idle').catch(() => undefined);
     }
   }
@@ -263,8 +269,8 @@ export class MountedHome {
     const started = Date.now();
     try {
       const r = await seal({
-        journal: this.journal, content: this.content, upper: this.upper, objects: this.objects,
-        excludes: new Excludes(this.cfg.excludes), org: this.cfg.org, home: this.cfg.home, host: this.host, parallelism: 4,
+        journal: this.journal, content: this.content, objects: this.objects,
+        excludes: new Excludes(this.cfg.excludes), home: this.cfg.home, host: this.host, parallelism: defaults.sealParallelism,
         hash: (data) => this.hashPool.hash(data), fence: this.gcFence,
       }, reason);
       this.lastSealAt = Date.now();
@@ -273,7 +279,7 @@ export class MountedHome {
       defaultMetrics.sealSeconds.observe((Date.now() - started) / 1000, { reason });
       if (r) {
         this.seals++;
-        if (Date.now() - this.lastPrune > 60_000) {
+        if (Date.now() - this.lastPrune > defaults.pruneIntervalMs) {
           this.lastPrune = Date.now();
           pruneHistory(this.store, this.cfg.org, this.cfg.home, defaults.historyKeep).catch((e: unknown) => this.log.warn({ err: errorMessage(e) }, 'pruning history failed'));
         }
@@ -307,14 +313,8 @@ export class MountedHome {
         return { ok: true, snapshot: r?.snapshot ?? this.lastSnapshot, changed: r !== null };
       }
       case 'sleep': {
-        try {
-          const r = await this.sleep('sleep');
-          setTimeout(() => process.exit(0), 50);
-          return { ok: true, snapshot: r?.snapshot ?? this.lastSnapshot };
-        } catch (e) {
-          setTimeout(() => process.exit(1), 50);
-          throw e;
-        }
+        const r = await this.sleep('sleep');
+        return { ok: true, snapshot: r?.snapshot ?? this.lastSnapshot };
       }
       default:
         return { ok: false, error: 'unknown request' };
@@ -329,9 +329,12 @@ export class MountedHome {
     });
   }
 
-  /** Final seal and unmount; resolves once the last snapshot is committed. Idempotent. */
+  /** Final seal and unmount; resolves once the last snapshot is committed, then `finished`. Idempotent. */
   sleep(why: string): Promise<SealResult | null> {
-    if (!this.sleeping) this.sleeping = this.doSleep(why);
+    if (!this.sleeping) {
+      this.sleeping = this.doSleep(why);
+      this.sleeping.then(() => this.exitWith(0), () => this.exitWith(1));
+    }
     return this.sleeping;
   }
 
@@ -341,15 +344,10 @@ export class MountedHome {
     if (this.timer) clearInterval(this.timer);
     let last: SealResult | null = null;
     const sealWithRetry = async (): Promise<void> => {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          last = (await this.sealer.request('sleep')) ?? last;
-          return;
-        } catch (e) {
-          if (e instanceof HeadConflictError || this.lease?.lost || attempt >= 5) throw e;
-          await new Promise((r) => setTimeout(r, Math.min(10_000, 500 * 2 ** attempt)));
-        }
-      }
+      last = (await retrying(() => this.sealer.request('sleep'), {
+        retries: defaults.sleepSealRetries, baseMs: defaults.sleepSealRetryBaseMs, maxMs: defaults.sleepSealRetryMaxMs,
+        retryable: (e) => !(e instanceof HeadConflictError) && !this.lease?.lost,
+      })) ?? last;
     };
     let failure: unknown;
     try {

@@ -27,7 +27,7 @@ export interface StatusInput {
 export function homeStatus(h: StatusInput): Record<string, unknown> {
   let dirtyBytes = 0;
   let dirtyFiles = 0;
-  for (const [ino] of h.journal.dirtyInodes()) {
+  for (const [ino] of h.journal.changedInodes()) {
     const n = h.journal.get(ino);
     if (n && n.kind === 'file') {
       dirtyFiles++;
@@ -38,7 +38,7 @@ export function homeStatus(h: StatusInput): Record<string, unknown> {
   const base = h.journal.base();
   return {
     state: h.state, org: h.cfg.org, home: h.cfg.home, mountpoint: h.cfg.mountpoint, pid: process.pid,
-    store: h.storeUrl, head: base.snapshot, gen: base.gen, dirtyFiles, dirtyInodes: h.journal.dirtyCount, dirtyBytes,
+    store: h.storeUrl, head: base.snapshot, gen: base.gen, dirtyFiles, dirtyInodes: h.journal.changedCount, dirtyBytes,
     lastSealAt: h.lastSealAt ? new Date(h.lastSealAt).toISOString() : null, lastSnapshot: h.lastSnapshot,
     lastError: h.lastError, seals: h.seals, bytesUploaded: h.bytesUploaded,
     cacheBytes: c.bytes, cacheHits: c.hits, cacheMisses: c.misses, hitRatio: c.hits + c.misses > 0 ? c.hits / (c.hits + c.misses) : null,

@@ -3,10 +3,19 @@
  * block cache), writes and truncates that copy up only what they touch (a small file whole, a large
  * file's 4 MiB blocks one by one) and record which blocks are dirty, so the seal hashes only those.
  *
+ * This class is the single place where a file's stored bytes change: write, truncate, the seal's capture
+ * (`sealFile`, `restoreBlock`) and the release of an unlinked file (`reclaim`). Each moves the file along
+ * its state machine (filestate.ts) and journals the new state; `usedBytes` (the quota's count) is kept
+ * here, in the same journal transaction as each size change.
+ *
  * All changes to one inode's content are serialized (copy-up must never race a write into the same block).
  */
 import { BLOCK_SIZE, SINGLE_BLOCK_MAX, blockStride } from '../hash/blake3.js';
 import { E, fsErr, nowNs } from './errors.js';
+import {
+  allLocal, changed, copiedUp, emptyContent, hasUpper, isLocal, localBlocks, sealPlan, sealed as sealedState,
+  type FileContent, type SealBlock, type SealedBlocks,
+} from './filestate.js';
 import type { Journal } from './journal.js';
 import type { Inode } from './types.js';
 import type { UpperFiles } from './upper.js';
@@ -37,17 +46,6 @@ export interface ContentOptions {
   kernelOwnsTimes?: boolean;
 }
 
-function addIndices(cur: 'all' | number[] | undefined, from: number, to: number): 'all' | number[] {
-  if (cur === 'all') return 'all';
-  const s = new Set(cur ?? []);
-  for (let i = from; i < to; i++) s.add(i);
-  return [...s].sort((a, b) => a - b);
-}
-
-function has(set: 'all' | number[] | undefined, i: number): boolean {
-  return set === 'all' || (set !== undefined && set.includes(i));
-}
-
 export class Content {
   private readonly locks = new Map<number, Promise<unknown>>();
   private readonly lastRead = new Map<number, number>();
@@ -76,19 +74,20 @@ export class Content {
     const node = this.journal.get(ino);
     if (!node) throw fsErr(E.ENOENT);
     if (offset >= node.size || length <= 0) return Buffer.alloc(0);
+    const c = contentOf(node);
     const end = Math.min(node.size, offset + length);
-    if (node.local === 'all') return this.upper.read(ino, offset, end - offset);
-    const sealed = node.sealedSize ?? 0;
+    if (allLocal(c)) return this.upper.read(ino, offset, end - offset);
+    const sealed = c.sealed.size;
     const stride = blockStride(sealed);
     const parts: Buffer[] = [];
     for (let pos = offset; pos < end; ) {
       const idx = Math.floor(pos / stride);
       const blockEnd = Math.min((idx + 1) * stride, end);
       const len = blockEnd - pos;
-      if (has(node.local, idx) || pos >= sealed) {
+      if (isLocal(c, idx) || pos >= sealed) {
         parts.push(await this.upper.read(ino, pos, len));
       } else {
-        const hash = node.blocks?.[idx];
+        const hash = c.sealed.blocks[idx];
         if (!hash) throw fsErr(E.EIO, `inode ${ino} has no block ${idx}`);
         const avail = Math.min(len, sealed - pos);
         const got = await this.blocks.read(hash, pos - idx * stride, avail);
@@ -100,67 +99,58 @@ export class Content {
       }
       pos = blockEnd;
     }
-    this.readahead(node, offset, end, stride);
+    this.readahead(ino, c, offset, end, stride);
     return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
   }
 
   /** Sequential reads of a large sealed file prefetch the next blocks. */
-  private readahead(node: Inode, offset: number, end: number, stride: number): void {
-    const prev = this.lastRead.get(node.ino);
-    this.lastRead.set(node.ino, end);
+  private readahead(ino: number, c: FileContent, offset: number, end: number, stride: number): void {
+    const prev = this.lastRead.get(ino);
+    this.lastRead.set(ino, end);
     if (this.lastRead.size > 4096) this.lastRead.clear();
     if (stride !== BLOCK_SIZE || prev === undefined || Math.abs(prev - offset) > 256 * 1024) return;
     const first = Math.floor(end / stride) + 1;
     const want: string[] = [];
-    for (let i = first; i < first + this.opts.readaheadBlocks && i < (node.blocks?.length ?? 0); i++) {
-      if (!has(node.local, i)) want.push(node.blocks?.[i] as string);
+    const blocks = c.sealed.blocks;
+    for (let i = first; i < first + this.opts.readaheadBlocks && i < blocks.length; i++) {
+      if (!isLocal(c, i)) want.push(blocks[i] as string);
     }
     if (want.length > 0) this.blocks.prefetch(want);
   }
 
   /** Copies the blocks covering [start, end) into the upper file, so they can be changed locally. */
   private async makeLocal(node: Inode, start: number, end: number): Promise<Inode> {
-    if (node.local === 'all') return node;
-    const sealed = node.sealedSize ?? 0;
-    const blocks = node.blocks ?? [];
+    const c = contentOf(node);
+    if (allLocal(c)) return node;
+    const sealed = c.sealed.size;
+    const blocks = c.sealed.blocks;
     if (sealed <= SINGLE_BLOCK_MAX) {
       const data = blocks[0] ? await this.blocks.get(blocks[0]) : Buffer.alloc(0);
       if (data.length !== sealed) throw fsErr(E.EIO, `block ${blocks[0] ?? '-'} of inode ${node.ino} has ${data.length} bytes, its file says ${sealed}`);
       await this.upper.truncate(node.ino, 0);
       if (data.length > 0) await this.upper.write(node.ino, 0, data);
       await this.upper.truncate(node.ino, node.size);
-      return this.journal.update(node.ino, { local: 'all' });
+      return this.journal.update(node.ino, { content: copiedUp(c, 'all') });
     }
-    let local = node.local;
-    if (local === undefined) {
-      await this.upper.truncate(node.ino, node.size);
-      local = [];
-    }
-    const set = new Set(local);
-    const first = Math.floor(start / BLOCK_SIZE);
+    if (!hasUpper(c)) await this.upper.truncate(node.ino, node.size);
+    const added: number[] = [];
     const last = Math.min(blocks.length, Math.ceil(end / BLOCK_SIZE));
-    for (let i = first; i < last; i++) {
-      if (set.has(i)) continue;
+    for (let i = Math.floor(start / BLOCK_SIZE); i < last; i++) {
+      if (isLocal(c, i)) continue;
       const hash = blocks[i] as string;
       const data = await this.blocks.get(hash);
       const want = Math.min(BLOCK_SIZE, sealed - i * BLOCK_SIZE);
       if (data.length !== want) throw fsErr(E.EIO, `block ${hash} of inode ${node.ino} has ${data.length} bytes, its file says ${want}`);
       await this.upper.write(node.ino, i * BLOCK_SIZE, data);
-      set.add(i);
+      added.push(i);
     }
-    const list = [...set].sort((a, b) => a - b);
-    const all = list.length >= blocks.length;
-    return this.journal.update(node.ino, { local: all ? 'all' : list });
+    const before = localBlocks(c);
+    const all = before !== 'all' && new Set([...before, ...added]).size >= blocks.length;
+    return this.journal.update(node.ino, { content: copiedUp(c, all ? 'all' : added) });
   }
 
   private checkQuota(grow: number): void {
     if (this.opts.quotaBytes > 0 && grow > 0 && this.usedBytes + grow > this.opts.quotaBytes) throw fsErr(E.ENOSPC);
-  }
-
-  /** The dirty block indices after changing bytes [from, to) of a file that will be `size` long. */
-  private dirtyAfter(node: Inode, from: number, to: number, size: number): 'all' | number[] {
-    if (size <= SINGLE_BLOCK_MAX || (node.sealedSize ?? 0) <= SINGLE_BLOCK_MAX) return 'all';
-    return addIndices(node.dirty, Math.floor(from / BLOCK_SIZE), Math.ceil(to / BLOCK_SIZE));
   }
 
   /**
@@ -184,16 +174,15 @@ export class Content {
       if (end > MAX_FILE_BYTES) throw fsErr(E.EFBIG);
       this.checkQuota(end - node.size);
       // Bytes between the old end and `offset` become a hole; the old last block changes too.
-      node = await this.makeLocal(node, Math.min(offset, node.size > 0 ? node.size - 1 : 0), Math.min(end, node.sealedSize ?? 0));
+      node = await this.makeLocal(node, Math.min(offset, node.size > 0 ? node.size - 1 : 0), Math.min(end, contentOf(node).sealed.size));
       await this.upper.write(ino, offset, data);
       const size = Math.max(node.size, end);
-      const dirty = this.dirtyAfter(node, Math.min(offset, node.size), end, size);
-      const local = node.local === 'all' ? 'all' : addIndices(node.local, Math.floor(Math.min(offset, node.size) / BLOCK_SIZE), Math.ceil(end / BLOCK_SIZE));
+      const content = changed(contentOf(node), Math.min(offset, node.size), end, size);
       const grown = size - node.size;
       this.journal.txn(() => {
         this.account(grown);
-        this.journal.update(ino, { size, ...times(this.journal.get(ino) ?? node), dirty, local });
-        this.journal.markDirty(ino);
+        this.journal.update(ino, { size, ...times(this.journal.get(ino) ?? node), content });
+        this.journal.markChanged(ino);
       });
       return data.length;
     });
@@ -210,15 +199,14 @@ export class Content {
       if (size === old) return this.journal.update(ino, times(node));
       this.checkQuota(size - old);
       const low = Math.min(old, size);
-      if (size <= SINGLE_BLOCK_MAX) node = await this.makeLocal(node, 0, node.sealedSize ?? 0);
+      if (size <= SINGLE_BLOCK_MAX) node = await this.makeLocal(node, 0, contentOf(node).sealed.size);
       else if (low > 0) node = await this.makeLocal(node, low - 1, low);
       await this.upper.truncate(ino, size);
-      const dirty = this.dirtyAfter(node, Math.max(0, low - 1), Math.max(old, size), size);
-      const local = node.local === 'all' ? 'all' : addIndices(node.local, Math.floor(low / BLOCK_SIZE), Math.ceil(Math.max(old, size) / BLOCK_SIZE));
+      const content = changed(contentOf(node), Math.max(0, low - 1), Math.max(old, size), size);
       const next = this.journal.txn(() => {
         this.account(size - old);
-        const n = this.journal.update(ino, { size, ...times(this.journal.get(ino) ?? node), dirty, local });
-        this.journal.markDirty(ino);
+        const n = this.journal.update(ino, { size, ...times(this.journal.get(ino) ?? node), content });
+        this.journal.markChanged(ino);
         return n;
       });
       return next;
@@ -236,13 +224,53 @@ export class Content {
   async sync(ino: number): Promise<void> {
     await this.serialize(ino, async () => {
       const node = this.journal.get(ino);
-      if (node?.local !== undefined) await this.upper.sync(ino);
+      if (node?.content && hasUpper(node.content)) await this.upper.sync(ino);
     });
   }
 
-  /** Runs fn with this inode's content held still (the seal captures each file at one instant). */
-  withLock<T>(ino: number, fn: () => Promise<T>): Promise<T> {
-    return this.serialize(ino, fn);
+  /**
+   * The seal's capture of one file, at one instant: under the content lock, every block of a dirty file
+   * that changed is read from the upper file and handed to `store` (which hashes and uploads it and
+   * returns its hash); then the file is recorded as sealed with the resulting block list. A file with
+   * nothing to seal returns its sealed blocks without reading anything. `captured` tells which happened.
+   */
+  sealFile(ino: number, store: (block: SealBlock, data: Buffer) => Promise<string>): Promise<SealedBlocks & { captured: boolean }> {
+    return this.serialize(ino, async () => {
+      const node = this.journal.get(ino);
+      if (!node) throw new Error(`seal: file inode ${ino} vanished`);
+      const c = contentOf(node);
+      if (c.state !== 'dirty') return { ...c.sealed, captured: false };
+      const blocks: string[] = [];
+      for (const b of sealPlan(c, node.size)) {
+        blocks.push(b.reuse ?? (await store(b, await this.upper.read(ino, b.offset, b.length))));
+      }
+      this.journal.update(ino, { content: sealedState(c, blocks, node.size) });
+      return { blocks, size: node.size, captured: true };
+    });
+  }
+
+  /**
+   * A block that this file's last seal deduplicated against (bytes [offset, offset + length)) was deleted
+   * by a concurrent gc. Under the content lock, the bytes are read back from the upper file and handed to
+   * `store`, which re-uploads them if they still hash to the block and says so. If they do not (the file
+   * changed there since), the block is marked dirty, so the next seal hashes it afresh, and the result is
+   * false.
+   */
+  restoreBlock(ino: number, offset: number, length: number, store: (data: Buffer) => Promise<boolean>): Promise<boolean> {
+    return this.serialize(ino, async () => {
+      const node = this.journal.get(ino);
+      if (!node?.content) return false;
+      const c = node.content;
+      // Sealed bytes always come from the upper file; a block that is not local cannot be read back.
+      if (!isLocal(c, Math.floor(offset / BLOCK_SIZE))) return false;
+      const data = await this.upper.read(ino, offset, length).catch(() => null);
+      if (data && (await store(data))) return true;
+      this.journal.txn(() => {
+        this.journal.update(ino, { content: changed(c, offset, offset + length, node.size) });
+        this.journal.markChanged(ino);
+      });
+      return false;
+    });
   }
 
   /** Waits for queued content changes of this inode. */
@@ -259,14 +287,25 @@ export class Content {
     this.journal.setMeta(USED_BYTES, this.usedBytes);
   }
 
-  /** A file inode was reclaimed (last link gone, last handle closed): its bytes no longer count. Call inside its txn. */
-  released(node: Inode): void {
+  /**
+   * A file inode was reclaimed (last link gone, last handle closed). Call inside the transaction that
+   * removes it: its bytes stop counting in that transaction; its upper data is removed afterwards.
+   */
+  reclaim(node: Inode): Promise<void> {
     this.lastRead.delete(node.ino);
     if (node.kind === 'file' && node.size > 0) this.account(-node.size);
+    return this.upper.remove(node.ino);
   }
 
   /** The count a remount starts from: the journal's, else the base snapshot's exact byte count. */
   static seedUsedBytes(journal: Journal): number {
     return journal.getMeta<number>(USED_BYTES) ?? journal.getMeta<{ bytes: number }>('stats')?.bytes ?? 0;
   }
+}
+
+/** A file's content state; an inode without one is not a regular file. */
+function contentOf(node: Inode): FileContent {
+  if (node.content) return node.content;
+  if (node.kind === 'file') return emptyContent();
+  throw fsErr(node.kind === 'dir' ? E.EISDIR : E.EINVAL);
 }

@@ -1,14 +1,19 @@
 /**
- * The local journal of a mounted home: inode, dirent, dirty-set, hard-link and meta tables in LMDB, with
+ * The local journal of a mounted home: inode, dirent, change-set, hard-link and meta tables in LMDB, with
  * an in-memory cache of what has been touched. Every change is an LMDB write transaction committed before
  * the FUSE reply (noSync: it survives a kill -9 of the daemon; host loss is what the store is for).
  *
  * Callers group related changes with `txn(fn)` so that, e.g., a rename is one transaction.
+ *
+ * The change set holds every inode changed since the last seal, and every directory above one, each with
+ * the sequence number of its latest change. ("Dirty" is kept for a file's changed blocks, filestate.ts.)
+ * A seal uses the small API at the end: `beginSeal`, `changedSeq`, `setSealedTree`, `sealCommitted`.
  */
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { mkdirSync } from 'node:fs';
 import { open as open_ } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fromLegacy, type LegacyContentFields } from './filestate.js';
 import type { Inode } from './types.js';
 import { ROOT_INO } from './types.js';
 
@@ -25,29 +30,30 @@ export class Journal {
   private readonly env: RootDatabase;
   private readonly inodesDb: Database<Inode, number>;
   private readonly direntsDb: Database<number, Key>;
-  private readonly dirtyDb: Database<number, number>;
+  /** The change set (its LMDB table keeps its first name, 'dirty', so existing state directories open). */
+  private readonly changedDb: Database<number, number>;
   private readonly linksDb: Database<number, number>;
   private readonly metaDb: Database<unknown, string>;
   private readonly inodes = new Map<number, Inode>();
   private readonly dirs = new Map<number, Map<string, number>>();
-  private readonly dirtySet = new Map<number, number>();
+  private readonly changed = new Map<number, number>();
   private depth = 0;
   private seq = 0;
   private nextIno: number;
   /** Sequence number at which the running (or last) seal started; marks below it are being sealed. */
-  sealFloor = 0;
+  private sealFloor = 0;
 
   constructor(readonly path: string) {
     mkdirSync(path, { recursive: true, mode: 0o700 });
     this.env = open({ path, noSync: true, compression: false, mapSize: 4 * 1024 ** 3 });
     this.inodesDb = this.env.openDB<Inode, number>({ name: 'inodes' });
     this.direntsDb = this.env.openDB<number, Key>({ name: 'dirents' });
-    this.dirtyDb = this.env.openDB<number, number>({ name: 'dirty' });
+    this.changedDb = this.env.openDB<number, number>({ name: 'dirty' });
     this.linksDb = this.env.openDB<number, number>({ name: 'links' });
     this.metaDb = this.env.openDB<unknown, string>({ name: 'meta' });
     this.nextIno = (this.metaDb.get('nextIno') as number | undefined) ?? ROOT_INO + 1;
-    for (const { key, value } of this.dirtyDb.getRange({})) {
-      this.dirtySet.set(key, value);
+    for (const { key, value } of this.changedDb.getRange({})) {
+      this.changed.set(key, value);
       this.seq = Math.max(this.seq, value);
     }
   }
@@ -67,7 +73,10 @@ export class Journal {
     let i = this.inodes.get(ino);
     if (i) return i;
     i = this.inodesDb.get(ino);
-    if (i) this.inodes.set(ino, i);
+    if (i) {
+      i = upgrade(i);
+      this.inodes.set(ino, i);
+    }
     return i;
   }
 
@@ -88,10 +97,10 @@ export class Journal {
   remove(ino: number): void {
     this.inodes.delete(ino);
     this.dirs.delete(ino);
-    this.dirtySet.delete(ino);
+    this.changed.delete(ino);
     this.txn(() => {
       void this.inodesDb.remove(ino);
-      void this.dirtyDb.remove(ino);
+      void this.changedDb.remove(ino);
     });
   }
 
@@ -152,19 +161,14 @@ export class Journal {
     this.setMeta('base', b);
   }
 
-  // ---- dirty set ------------------------------------------------------------------------------------
-
-  /** The sequence number the next change will get; a seal that starts now covers everything below it. */
-  get currentSeq(): number {
-    return this.seq + 1;
-  }
+  // ---- change set ----------------------------------------------------------------------------------
 
   /**
-   * Marks an inode and every directory above it dirty with a fresh sequence number. Skipped when the inode
-   * was already marked since the current seal started (its ancestors then were too).
+   * Marks an inode and every directory above it changed with a fresh sequence number. Skipped when the
+   * inode was already marked since the current seal started (its ancestors then were too).
    */
-  markDirty(ino: number): void {
-    const cur = this.dirtySet.get(ino);
+  markChanged(ino: number): void {
+    const cur = this.changed.get(ino);
     if (cur !== undefined && cur >= this.sealFloor) return;
     const s = ++this.seq;
     this.txn(() => {
@@ -174,33 +178,52 @@ export class Journal {
         const i = stack.pop() as number;
         if (seen.has(i)) continue;
         seen.add(i);
-        this.dirtySet.set(i, s);
-        void this.dirtyDb.put(i, s);
+        this.changed.set(i, s);
+        void this.changedDb.put(i, s);
         const node = this.get(i);
         if (node) for (const p of node.parents) stack.push(p);
       }
     });
   }
 
-  dirtySeq(ino: number): number | undefined {
-    return this.dirtySet.get(ino);
+  /** The sequence number of the inode's latest unsealed change, undefined when it has none. */
+  changedSeq(ino: number): number | undefined {
+    return this.changed.get(ino);
   }
 
-  get dirtyCount(): number {
-    return this.dirtySet.size;
+  /** Inodes changed since the last seal (directories above changes included). */
+  get changedCount(): number {
+    return this.changed.size;
   }
 
-  dirtyInodes(): IterableIterator<[number, number]> {
-    return this.dirtySet.entries();
+  changedInodes(): IterableIterator<[number, number]> {
+    return this.changed.entries();
   }
 
-  /** After a committed seal: forget dirty marks that the seal covered (seq < upTo). */
-  clearDirty(upTo: number): void {
+  // ---- sealing ---------------------------------------------------------------------------------------
+
+  /**
+   * Starts a seal: returns its floor, the sequence number below which every change is covered by it.
+   * Changes made while the seal runs get numbers at or above the floor and stay for the next seal.
+   */
+  beginSeal(): number {
+    this.sealFloor = this.seq + 1;
+    return this.sealFloor;
+  }
+
+  /** Records the tree hash a seal wrote for directory `ino`. */
+  setSealedTree(ino: number, tree: string): void {
+    this.update(ino, { tree });
+  }
+
+  /** After the seal begun at `floor` committed `base`: one transaction moves the base and forgets its changes. */
+  sealCommitted(base: BaseState, floor: number): void {
     this.txn(() => {
-      for (const [ino, s] of [...this.dirtySet]) {
-        if (s < upTo) {
-          this.dirtySet.delete(ino);
-          void this.dirtyDb.remove(ino);
+      this.setBase(base);
+      for (const [ino, s] of [...this.changed]) {
+        if (s < floor) {
+          this.changed.delete(ino);
+          void this.changedDb.remove(ino);
         }
       }
     });
@@ -223,4 +246,11 @@ export class Journal {
   async close(): Promise<void> {
     await this.env.close();
   }
+}
+
+/** A record as read from LMDB, upgraded from earlier versions' layout (files' separate content fields). */
+function upgrade(rec: Inode): Inode {
+  if (rec.kind !== 'file' || rec.content !== undefined) return rec;
+  const { blocks, sealedSize, local, dirty, ...rest } = rec as Inode & LegacyContentFields;
+  return { ...rest, content: fromLegacy({ blocks, sealedSize, local, dirty }) };
 }

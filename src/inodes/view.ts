@@ -1,6 +1,6 @@
 /**
- * The namespace of a mounted home: lookups, creation, removal, rename, links, attributes and xattrs over
- * the journal. Directories of the base snapshot are materialized into the journal the first time they are
+ * The namespace of a mounted home: lookups, creation, removal, rename, links and attributes over the
+ * journal (extended attributes are xattrs.ts; file content is content.ts). Directories of the base snapshot are materialized into the journal the first time they are
  * needed (`ensureLoaded`), from trees fetched through a `TreeSource`; after that the journal is the truth.
  *
  * Every method either completes synchronously (metadata from memory/LMDB) or, when a directory must be
@@ -9,6 +9,7 @@
 import type { Tree, TreeEntry } from '../model/tree.js';
 import { SingleFlight } from '../util/concurrency.js';
 import { E, fsErr, nowNs } from './errors.js';
+import { cleanContent, emptyContent } from './filestate.js';
 import type { Journal } from './journal.js';
 import { ROOT_INO, type Inode } from './types.js';
 
@@ -138,10 +139,6 @@ export class HomeView {
     }
   }
 
-  isOpen(ino: number): boolean {
-    return this.opens.has(ino);
-  }
-
   private maybeReclaim(ino: number): void {
     const i = this.journal.get(ino);
     if (!i || i.nlink > 0 || this.lookups.has(ino) || this.opens.has(ino)) return;
@@ -177,7 +174,7 @@ export class HomeView {
 
   private touchDir(ino: number, now: bigint): void {
     this.journal.update(ino, { mtimeNs: now, ctimeNs: now });
-    this.journal.markDirty(ino);
+    this.journal.markChanged(ino);
   }
 
   /** Creates a file, directory, symlink or special file; returns the new inode. */
@@ -194,7 +191,7 @@ export class HomeView {
       const node: Inode = {
         ino, kind: n.kind, mode, uid: n.uid, gid, size: n.target ? Buffer.byteLength(n.target) : 0,
         atimeNs: now, mtimeNs: now, ctimeNs: now, nlink: n.kind === 'dir' ? 2 : 1, parents: [parent],
-        ...(n.kind === 'file' ? { blocks: [], sealedSize: 0 } : {}),
+        ...(n.kind === 'file' ? { content: emptyContent() } : {}),
         ...(n.kind === 'dir' ? { loaded: true } : {}),
         ...(n.target !== undefined ? { target: n.target } : {}),
         ...(n.rdev ? { rdev: n.rdev } : {}),
@@ -203,7 +200,7 @@ export class HomeView {
       this.journal.setChild(parent, name, ino);
       if (n.kind === 'dir') this.journal.update(parent, { nlink: p.nlink + 1 });
       this.touchDir(parent, now);
-      this.journal.markDirty(ino);
+      this.journal.markChanged(ino);
       return node;
     });
   }
@@ -231,7 +228,7 @@ export class HomeView {
       const nlink = dir ? 0 : node.nlink - 1;
       if (dir) this.journal.update(parent, { nlink: Math.max(2, this.get(parent).nlink - 1) });
       const next = this.journal.update(ino, { nlink, parents, ctimeNs: now });
-      if (nlink > 0) this.journal.markDirty(ino);
+      if (nlink > 0) this.journal.markChanged(ino);
       else this.maybeReclaim(ino);
       return next;
     });
@@ -293,7 +290,7 @@ export class HomeView {
       this.journal.update(from, { nlink: Math.max(2, this.get(from).nlink - 1) });
       this.journal.update(to, { nlink: this.get(to).nlink + 1 });
     }
-    this.journal.markDirty(ino);
+    this.journal.markChanged(ino);
   }
 
   private isAncestor(maybeAncestor: number, ino: number): boolean {
@@ -321,7 +318,7 @@ export class HomeView {
         linkId: node.linkId ?? 1 + Math.floor(Math.random() * 0xfffffffe),
       });
       this.touchDir(newParent, now);
-      this.journal.markDirty(ino);
+      this.journal.markChanged(ino);
       return next;
     });
   }
@@ -343,7 +340,7 @@ export class HomeView {
     return this.journal.txn(() => {
       const next = this.journal.update(ino, patch);
       // atime-only changes are not worth a seal
-      if (set.mode !== undefined || set.uid !== undefined || set.gid !== undefined || set.mtimeNs !== undefined) this.journal.markDirty(ino);
+      if (set.mode !== undefined || set.uid !== undefined || set.gid !== undefined || set.mtimeNs !== undefined) this.journal.markChanged(ino);
       return next;
     });
   }
@@ -366,10 +363,7 @@ export function inodeFromEntry(ino: number, e: TreeEntry, parent: number): Inode
   if (e.target !== undefined) node.target = e.target;
   if (e.rdev) node.rdev = e.rdev;
   if (e.link !== undefined) node.linkId = e.link;
-  if (e.kind === 'file') {
-    node.blocks = e.blocks ?? [];
-    node.sealedSize = e.size;
-  }
+  if (e.kind === 'file') node.content = cleanContent(e.blocks ?? [], e.size);
   if (e.kind === 'dir') {
     if (e.tree) {
       node.tree = e.tree;

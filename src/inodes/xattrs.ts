@@ -57,7 +57,7 @@ export class Xattrs {
   private save(ino: number, list: Array<[string, Buffer]>): void {
     this.journal.txn(() => {
       this.journal.update(ino, { xattrs: list, ctimeNs: nowNs() });
-      this.journal.markDirty(ino);
+      this.journal.markChanged(ino);
     });
   }
 }

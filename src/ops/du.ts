@@ -5,6 +5,7 @@
  * The org line adds the deduplicated size of all HEADs and what the store holds under `<org>/` in total
  * (history, conflicts and not yet collected garbage included).
  */
+import { objectsPrefix } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { readHead } from '../snapshot/heads.js';
 import type { ObjectStore } from '../snapshot/objects.js';
@@ -66,8 +67,8 @@ export async function orgUsage(store: Store, objects: ObjectStore, only?: string
   }
   let storeBytes = 0;
   let storeObjects = 0;
-  for (const kind of ['blocks', 'meta']) {
-    for await (const o of store.list(`${org}/${kind}/`)) {
+  for (const kind of ['blocks', 'meta'] as const) {
+    for await (const o of store.list(objectsPrefix(org, kind))) {
       storeBytes += o.size;
       storeObjects++;
     }

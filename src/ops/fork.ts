@@ -11,7 +11,7 @@ import { ObjectStore } from '../snapshot/objects.js';
 import { assertSnapshotComplete } from './refs.js';
 import { resolveHomeSnapshot } from '../snapshot/walk.js';
 import type { Store } from '../store/store.js';
-import { UserError } from '../util/errors.js';
+import { HeadConflictError, UserError } from '../util/errors.js';
 import type { HomeRef } from '../util/names.js';
 
 export interface ForkResult {
@@ -44,7 +44,7 @@ export async function forkHome(store: Store, src: HomeRef, dst: HomeRef, opts: F
   const { snapshot, gen } = await commitSnapshot(objects, dst.home, null, { root: snap.root, parent: from, stats: snap.stats, reason: 'fork' }, {
     fence: { gc, since, reverify: () => assertSnapshotComplete(objects, from, `fork of ${src.org}/${src.home}`) },
   }).catch((e: unknown) => {
-    throw e instanceof UserError ? new UserError(`home ${dst.org}/${dst.home} was created by someone else during the fork`) : e;
+    throw e instanceof HeadConflictError ? new UserError(`home ${dst.org}/${dst.home} was created by someone else during the fork`) : e;
   });
   return { source: `${src.org}/${src.home}`, from, target: `${dst.org}/${dst.home}`, snapshot, gen, ms: performance.now() - t0 };
 }

@@ -18,6 +18,7 @@
  * mark cannot read a root (missing or corrupt object), gc stops before deleting anything: sweeping on a
  * partial mark would delete live data. A run that outlives `fence.maxRunMs` stops deleting.
  */
+import { keyHash, objectsPrefix } from '../store/keys.js';
 import type { ObjectInfo, Store } from '../store/store.js';
 import { GcFence, type FenceOptions } from '../snapshot/gcfence.js';
 import { ObjectStore } from '../snapshot/objects.js';
@@ -134,8 +135,8 @@ async function sweepOrg(store: Store, org: string, opts: GcOptions, fence: GcFen
   let scannedBytes = 0;
   let youngUnreferenced = 0;
   for (const kind of ['blocks', 'meta'] as const) {
-    for await (const o of store.list(`${org}/${kind}/`)) {
-      const hash = o.key.slice(o.key.lastIndexOf('/') + 1);
+    for await (const o of store.list(objectsPrefix(org, kind))) {
+      const hash = keyHash(o.key);
       if (!HASH.test(hash)) continue; // not ours: never delete what we do not understand
       scannedObjects++;
       scannedBytes += o.size;

@@ -7,7 +7,7 @@
  * here has to fetch a block to know how big it is.
  */
 import { blockRanges } from '../hash/blake3.js';
-import { headsPrefix } from '../store/keys.js';
+import { conflictsPrefix, headsPrefix, homesPrefix, keyHome, keyOrg } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { listHistory, type HeadRecord } from '../snapshot/heads.js';
 import type { ObjectStore } from '../snapshot/objects.js';
@@ -18,10 +18,9 @@ import { validateName } from '../util/names.js';
 /** The homes of `org` that have at least one key under `<org>/homes/<home>/` (heads, conflicts, LEASE). */
 export async function listHomes(store: Store, org: string): Promise<string[]> {
   validateName('org', org);
-  const prefix = `${org}/homes/`;
   const homes = new Set<string>();
-  for await (const o of store.list(prefix)) {
-    const name = o.key.slice(prefix.length).split('/')[0];
+  for await (const o of store.list(homesPrefix(org))) {
+    const name = keyHome(org, o.key);
     if (name) homes.add(name);
   }
   return [...homes].sort();
@@ -31,7 +30,7 @@ export async function listHomes(store: Store, org: string): Promise<string[]> {
 export async function listOrgs(store: Store): Promise<string[]> {
   const orgs = new Set<string>();
   for await (const o of store.list('')) {
-    const name = o.key.split('/')[0];
+    const name = keyOrg(o.key);
     if (name && /^[a-z0-9][a-z0-9._-]{0,62}$/.test(name)) orgs.add(name);
   }
   return [...orgs].sort();
@@ -51,7 +50,7 @@ export interface ConflictRecord {
 /** Snapshots that lost a HEAD race (kept under `conflicts/`, never applied). */
 export async function listConflicts(store: Store, org: string, home: string): Promise<ConflictRecord[]> {
   const out: ConflictRecord[] = [];
-  for await (const o of store.list(`${org}/homes/${home}/conflicts/`)) {
+  for await (const o of store.list(conflictsPrefix(org, home))) {
     const id = (await store.get(o.key)).toString('latin1');
     if (/^[0-9a-f]{64}$/.test(id)) out.push({ key: o.key, snapshot: id });
   }

@@ -1,9 +1,10 @@
 /**
  * Deterministic, versioned byte encodings of trees and snapshots (specified in docs/format.md).
  *
- * A tree is a compact little-endian binary record (magic `HFTR`, version 1) because homes hold large
- * directories and trees are hashed and fetched on the read path; a snapshot is canonical JSON (version 1)
- * because it is small and worth reading by eye. Both encodings are canonical: one value has exactly one
+ * A tree is a compact little-endian binary record (magic `HFTR`, version 2; version 1, without link
+ * counts, is still read and is written when no entry needs one) because homes hold large directories and
+ * trees are hashed and fetched on the read path; a snapshot is canonical JSON (version 1) because it is
+ * small and worth reading by eye. Both encodings are canonical: one value has exactly one
  * encoding, and decoding re-checks that (a non-canonical object is rejected), so the hash of an object is
  * a function of its meaning.
  *

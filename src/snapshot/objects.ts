@@ -8,7 +8,7 @@
  * what keeps tenants apart even when a caller knows another org's hashes.
  */
 import { hashBuffer } from '../hash/blake3.js';
-import { assertHash, blockKey, metaKey } from '../store/keys.js';
+import { assertHash, blockKey, keyHash, metaHashPrefix, metaKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { verifyObject } from '../store/verify.js';
 import { FormatError, NotFoundError, UserError } from '../util/errors.js';
@@ -121,13 +121,15 @@ export class ObjectStore {
       return prefix;
     }
     const found: string[] = [];
-    for await (const o of this.store.list(`${this.org}/meta/${prefix.slice(0, 2)}/${prefix}`, 64)) {
-      const hash = o.key.slice(o.key.lastIndexOf('/') + 1);
+    for await (const o of this.store.list(metaHashPrefix(this.org, prefix), 64)) {
+      const hash = keyHash(o.key);
       try {
         await this.getSnapshot(hash);
         found.push(hash);
       } catch (e) {
-        if (e instanceof NotFoundError || e instanceof UserError) continue; // a tree, or gone
+        // A tree (it does not decode as a snapshot), or deleted since the listing. Anything else, an
+        // unreachable store or a corrupt object, is an answer the user must see.
+        if (e instanceof NotFoundError || e instanceof FormatError) continue;
         throw e;
       }
     }

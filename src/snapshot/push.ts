@@ -21,6 +21,7 @@
 import { constants, type BigIntStats } from 'node:fs';
 import { lstat, open, readdir, readlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { defaults } from '../config.js';
 import { blockRanges } from '../hash/blake3.js';
 import { HashPool } from '../hash/pool.js';
 import type { Store } from '../store/store.js';
@@ -57,7 +58,7 @@ export interface Unreadable {
 export interface PushOptions {
   /** Exclude patterns (config.ts `excludePatterns()`); none when absent. */
   excludes?: readonly string[];
-  /** Files hashed and uploaded at once (default 16; each holds at most one 8 MiB block in memory). */
+  /** Files hashed and uploaded at once (default: config.ts `defaults.push.parallelism`). */
   parallelism?: number;
   /** Read and store xattrs (default true; needs python3). */
   xattrs?: boolean;
@@ -143,7 +144,7 @@ function kindOf(st: BigIntStats): EntryKind | null {
 }
 
 class Pusher {
-  private readonly io = new Semaphore(64);
+  private readonly io = new Semaphore(defaults.push.scanConcurrency);
   private readonly excludes: Excludes;
   private readonly uploads = new Map<string, Promise<void>>();
   private readonly progress: PushProgress = { phase: 'scan', files: 0, filesTotal: 0, bytesHashed: 0, bytesTotal: 0, bytesUploaded: 0, blocksNew: 0 };
@@ -358,7 +359,7 @@ class Pusher {
   /** Hashes and uploads one file unless HEAD has it unchanged; re-reads it if it changed meanwhile. */
   async content(node: Node): Promise<void> {
     if (await this.reuse(node)) return;
-    for (let attempt = 0; attempt < 3; attempt++) if (await this.readFile(node)) return;
+    for (let attempt = 0; attempt < defaults.push.readAttempts; attempt++) if (await this.readFile(node)) return;
     throw new UserError(`cannot push ${node.rel}: it keeps changing while it is read; stop the writer and retry`);
   }
 
@@ -467,7 +468,7 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
   }
   const groups = [...byInode.values()];
   p.startPhase('content', { files: groups.length, bytes: groups.reduce((s, g) => s + Number((g[0] as Node).st.size), 0) });
-  await mapLimit(groups, opts.parallelism ?? 16, async (group) => {
+  await mapLimit(groups, opts.parallelism ?? defaults.push.parallelism, async (group) => {
     // A file deleted since the scan (a live home) is left out; a hard link's other names may remain.
     // One this user cannot read is left out and named (its other names are the same inode: unreadable too).
     let source: Node | undefined;
@@ -505,7 +506,7 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
   for (let depth = maxDepth; depth >= 0; depth--) {
     await mapLimit(
       dirs.filter((d) => d.depth === depth),
-      16,
+      defaults.push.treeParallelism,
       async (d) => {
         d.tree = await objects.putTree({ entries: (d.children ?? []).filter((c) => !c.vanished).map((c) => p.entry(c)) });
       },

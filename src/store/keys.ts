@@ -30,12 +30,42 @@ export function metaKey(org: string, hash: string): string {
   return `${org}/meta/${hash.slice(0, 2)}/${hash}`;
 }
 
+/** Where one kind of content-addressed object lives: `<org>/blocks/` or `<org>/meta/`. */
+export function objectsPrefix(org: string, kind: 'blocks' | 'meta'): string {
+  return `${org}/${kind}/`;
+}
+
+/** The meta keys whose hash starts with `hexPrefix` (at least 2 hex digits). */
+export function metaHashPrefix(org: string, hexPrefix: string): string {
+  if (!/^[0-9a-f]{2,64}$/.test(hexPrefix)) throw new Error(`not a hash prefix: ${hexPrefix}`);
+  return `${org}/meta/${hexPrefix.slice(0, 2)}/${hexPrefix}`;
+}
+
+/** The last component of a block or meta key: the object's hash, if the key is one of ours. */
+export function keyHash(key: string): string {
+  return key.slice(key.lastIndexOf('/') + 1);
+}
+
+/** The first component of any key. */
+export function keyOrg(key: string): string {
+  return key.slice(0, Math.max(0, key.indexOf('/')));
+}
+
+export function homesPrefix(org: string): string {
+  return `${org}/homes/`;
+}
+
+/** The home a key under `homesPrefix(org)` belongs to. */
+export function keyHome(org: string, key: string): string {
+  return key.slice(homesPrefix(org).length).split('/')[0] ?? '';
+}
+
 export function homePrefix(org: string, home: string): string {
-  return `${org}/homes/${home}/`;
+  return `${homesPrefix(org)}${home}/`;
 }
 
 export function headsPrefix(org: string, home: string): string {
-  return `${org}/homes/${home}/heads/`;
+  return `${homePrefix(org, home)}heads/`;
 }
 
 export function encodeGen(gen: number): string {
@@ -52,12 +82,16 @@ export function headKey(org: string, home: string, gen: number): string {
   return headsPrefix(org, home) + encodeGen(gen);
 }
 
+export function conflictsPrefix(org: string, home: string): string {
+  return `${homePrefix(org, home)}conflicts/`;
+}
+
 export function conflictKey(org: string, home: string, snapshot: string, timeMs: number): string {
-  return `${org}/homes/${home}/conflicts/${String(timeMs).padStart(15, '0')}-${assertHash(snapshot)}`;
+  return `${conflictsPrefix(org, home)}${String(timeMs).padStart(15, '0')}-${assertHash(snapshot)}`;
 }
 
 export function leaseKey(org: string, home: string): string {
-  return `${org}/homes/${home}/LEASE`;
+  return `${homePrefix(org, home)}LEASE`;
 }
 
 export function gcPrefix(org: string): string {

@@ -12,6 +12,7 @@
  * `list` resumes after the last key it yielded when a page fails, so a retry never repeats or skips keys.
  */
 import { defaults } from '../config.js';
+import { backoffDelay } from '../util/backoff.js';
 import type { ObjectInfo, Store } from './store.js';
 import { TransientStoreError, isTransient } from './transient.js';
 
@@ -67,8 +68,7 @@ export class RetryingStore implements Store {
 
   /** The backoff before retry number `attempt` (0-based): full jitter. */
   delay(attempt: number): number {
-    const cap = Math.min(this.opts.maxMs, this.opts.baseMs * 2 ** attempt);
-    return Math.floor(this.opts.random() * cap);
+    return backoffDelay(attempt, this.opts);
   }
 
   /**

@@ -4,6 +4,17 @@
  *
  * The contract is deliberately small so that any S3-compatible service can implement it. Behaviour such
  * as retries, metering or fault injection is added by wrapping a Store, never by flags on it.
+ *
+ * Errors (util/errors.ts, transient.ts), the same for every method and backend:
+ *  - `TransientStoreError` (a `StoreUnavailableError`): throttling, a 5xx, a dropped connection, a
+ *    timeout. The only retryable failure: `RetryingStore` (retry.ts) retries it, and raw socket errors,
+ *    with backoff until its deadline, then throws it to the caller.
+ *  - `StoreUnavailableError` that is not transient (e.g. the host name does not resolve): not retried.
+ *  - `NotFoundError` (get only): the key does not exist. An answer, not a failure: never retried.
+ *  - `UserError`: refused credentials, unknown bucket, any other refused request. Never retried.
+ *  - anything else (a local I/O error of the file store, a bug) propagates as it is. Never retried.
+ * Every method is safe to call again after any error (puts are idempotent, putIfAbsent is atomic), so a
+ * caller may always retry a whole operation later; "retryable" above is about retrying automatically.
  */
 
 export interface ObjectInfo {

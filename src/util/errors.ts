@@ -1,7 +1,14 @@
 /**
- * Typed errors that cross layers. A `UserError` is something the user can fix (bad flag, unknown home,
- * unreachable store); the CLI prints its message as one line and exits with its `exitCode`
- * (util/exit-codes.ts), never a stack trace. Everything else is a bug and is reported with its stack.
+ * Typed errors that cross layers. A `UserError` is a failure the user can act on (bad flag, unknown home,
+ * unreachable store, corrupt object); the CLI prints its message as one line and exits with its
+ * `exitCode` (util/exit-codes.ts), never a stack trace. Everything else is a bug and is reported with its
+ * stack.
+ *
+ * The store's errors are UserErrors too, because their message is what the user needs (fix the URL, the
+ * network, the credentials; restore the object). So `instanceof UserError` says only "print it as one
+ * line": code that expects one particular failure catches that class (NotFoundError, FormatError,
+ * HeadConflictError), never UserError as a whole, or it would also swallow an unreachable store or a
+ * corrupt object. Which store errors may be retried is stated in store/store.ts.
  */
 import { ExitCode } from './exit-codes.js';
 

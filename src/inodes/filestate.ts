@@ -1,0 +1,186 @@
+/**
+ * The content state of a regular file, and every transition between states. Pure: no I/O. content.ts
+ * performs the copies and writes and records the state this module computes, and it is the only caller.
+ *
+ * A file's bytes live in two layers: its sealed blocks in the store (`sealed`: the content as of the last
+ * seal or the base snapshot) and, once it has been touched, a sparse upper file `upper/<ino>` holding the
+ * whole file (`local === 'all'`) or, for a large file, only the 4 MiB blocks listed in `local`.
+ *
+ *   clean  ──copy up──▶  copied  ──write/truncate──▶  dirty  ──sealed──▶  copied
+ *     └────────────write/truncate (upper file created)────▶ dirty ◀──write/truncate──┘
+ *
+ *  - `clean`: no upper file; the file is exactly its sealed blocks (and its size is `sealed.size`).
+ *  - `copied`: the upper file holds the `local` blocks, byte for byte the sealed ones. A copy-up leaves a
+ *    file here, and so does a seal: after it the upper file holds exactly what was sealed. (The issue's
+ *    "copied up" and "sealed" are therefore one state.)
+ *  - `dirty`: the upper file holds changes not sealed yet, in the `dirty` blocks (every dirty block is
+ *    local). Only here does a seal have work to do.
+ *
+ * Room for the states later work adds (each is one more member of `FileContent`; `switch`es over
+ * `state` end in `unreachable`, so the compiler lists every place that must handle a new one):
+ *  - `logged` (per-home log, issue 12): dirty bytes of which some ranges are durable in a log segment but
+ *    not yet sealed: the `dirty` fields plus the logged ranges and their segment; a seal absorbs both.
+ *  - `inline` (small-file write path, issue 13): a small new file whose bytes are held in the journal
+ *    record itself, with no upper file: `{ state: 'inline'; data }`; it becomes `dirty` when it grows
+ *    past the inline limit, and `copied` or `clean` when sealed.
+ */
+import { BLOCK_SIZE, SINGLE_BLOCK_MAX, blockRanges } from '../hash/blake3.js';
+
+/** Block indices of a file: every block, or these 4 MiB blocks (sorted, unique). */
+export type BlockSet = 'all' | number[];
+
+/** A file's content as sealed: its block list and length. */
+export interface SealedBlocks {
+  blocks: string[];
+  size: number;
+}
+
+export interface CleanContent {
+  state: 'clean';
+  sealed: SealedBlocks;
+}
+
+export interface CopiedContent {
+  state: 'copied';
+  sealed: SealedBlocks;
+  local: BlockSet;
+}
+
+export interface DirtyContent {
+  state: 'dirty';
+  sealed: SealedBlocks;
+  local: BlockSet;
+  dirty: BlockSet;
+}
+
+export type FileContent = CleanContent | CopiedContent | DirtyContent;
+
+/** A transition that the state machine does not allow: a bug in the caller, never a user error. */
+export class ContentStateError extends Error {
+  constructor(from: FileContent['state'], transition: string) {
+    super(`file content in state '${from}' cannot be ${transition}`);
+    this.name = 'ContentStateError';
+  }
+}
+
+export function unreachable(x: never): never {
+  throw new Error(`unhandled file content state ${JSON.stringify(x)}`);
+}
+
+export function cleanContent(blocks: string[], size: number): CleanContent {
+  return { state: 'clean', sealed: { blocks, size } };
+}
+
+/** A new, empty file. */
+export function emptyContent(): CleanContent {
+  return cleanContent([], 0);
+}
+
+function inSet(set: BlockSet, i: number): boolean {
+  return set === 'all' || set.includes(i);
+}
+
+/** `set` plus the block indices [from, to). */
+function withRange(set: BlockSet, from: number, to: number): BlockSet {
+  if (set === 'all') return 'all';
+  const s = new Set(set);
+  for (let i = from; i < to; i++) s.add(i);
+  return [...s].sort((a, b) => a - b);
+}
+
+function union(a: BlockSet, b: BlockSet): BlockSet {
+  if (a === 'all' || b === 'all') return 'all';
+  return [...new Set([...a, ...b])].sort((x, y) => x - y);
+}
+
+/** Whether block `i` is read from the upper file. */
+export function isLocal(c: FileContent, i: number): boolean {
+  return c.state !== 'clean' && inSet(c.local, i);
+}
+
+/** The whole file is in the upper file. */
+export function allLocal(c: FileContent): boolean {
+  return c.state !== 'clean' && c.local === 'all';
+}
+
+/** The file has an upper file. */
+export function hasUpper(c: FileContent): boolean {
+  return c.state !== 'clean';
+}
+
+/** The local block indices, [] for a clean file. */
+export function localBlocks(c: FileContent): BlockSet {
+  return c.state === 'clean' ? [] : c.local;
+}
+
+/** After copying blocks `added` of the sealed content into the upper file. */
+export function copiedUp(c: FileContent, added: BlockSet): FileContent {
+  switch (c.state) {
+    case 'clean':
+      return { state: 'copied', sealed: c.sealed, local: union([], added) };
+    case 'copied':
+      return { ...c, local: union(c.local, added) };
+    case 'dirty':
+      return { ...c, local: union(c.local, added) };
+    default:
+      return unreachable(c);
+  }
+}
+
+/**
+ * After bytes [from, to) were written or truncated into the upper file, leaving the file `size` long.
+ * Precondition: every block in that range that holds sealed bytes was copied up first (content.ts).
+ * A file that is or was small (one block) is dirty as a whole: it is sealed as one block anyway.
+ */
+export function changed(c: FileContent, from: number, to: number, size: number): DirtyContent {
+  const first = Math.floor(from / BLOCK_SIZE);
+  const last = Math.ceil(to / BLOCK_SIZE);
+  const dirtyBefore: BlockSet = c.state === 'dirty' ? c.dirty : [];
+  const dirty = size <= SINGLE_BLOCK_MAX || c.sealed.size <= SINGLE_BLOCK_MAX ? 'all' : withRange(dirtyBefore, first, last);
+  return { state: 'dirty', sealed: c.sealed, local: withRange(localBlocks(c), first, last), dirty };
+}
+
+/** One block of a dirty file at seal time: read it from the upper file, or keep the sealed `reuse`. */
+export interface SealBlock {
+  index: number;
+  offset: number;
+  length: number;
+  /** The sealed hash, still valid for this block (it is clean and the large layout is unchanged). */
+  reuse?: string;
+}
+
+/**
+ * The blocks a seal must produce for a dirty file that is now `size` long. A clean block of an unchanged
+ * large layout is exactly the sealed one (every size change dirties the blocks it touches), so its hash
+ * is reused; everything else is read back from the upper file and hashed.
+ */
+export function sealPlan(c: DirtyContent, size: number): SealBlock[] {
+  const oldLarge = c.sealed.size > SINGLE_BLOCK_MAX;
+  return blockRanges(size).map(([offset, length], index) => {
+    const old = c.sealed.blocks[index];
+    const reuse = oldLarge && size > SINGLE_BLOCK_MAX && !inSet(c.dirty, index) && old !== undefined;
+    return reuse ? { index, offset, length, reuse: old } : { index, offset, length };
+  });
+}
+
+/** After a seal stored `blocks` for the dirty content, `size` bytes long: the upper file now equals them. */
+export function sealed(c: FileContent, blocks: string[], size: number): CopiedContent {
+  if (c.state !== 'dirty') throw new ContentStateError(c.state, 'sealed (nothing changed)');
+  return { state: 'copied', sealed: { blocks, size }, local: c.local };
+}
+
+/** The fields that held a file's content before it was one state (journals written by earlier versions). */
+export interface LegacyContentFields {
+  blocks?: string[];
+  sealedSize?: number;
+  local?: BlockSet;
+  dirty?: BlockSet;
+}
+
+/** The state of a file journaled with the earlier separate fields. */
+export function fromLegacy(f: LegacyContentFields): FileContent {
+  const sealedPart = { blocks: f.blocks ?? [], size: f.sealedSize ?? 0 };
+  if (f.local === undefined) return { state: 'clean', sealed: sealedPart };
+  if (f.dirty === undefined) return { state: 'copied', sealed: sealedPart, local: f.local };
+  return { state: 'dirty', sealed: sealedPart, local: f.local, dirty: f.dirty };
+}
