@@ -15,6 +15,9 @@ import { homePaths } from '../home/paths.js';
 import { UserError, errorMessage } from '../util/errors.js';
 import { parseHomeRef } from '../util/names.js';
 import { parseBytes, parseDuration } from '../util/units.js';
+import { HomeMetrics } from '../metrics/homefs.js';
+import { parseListenAddr, type ListenAddr } from '../metrics/http.js';
+import { DaemonServices } from '../daemon/services.js';
 
 interface Options {
   store?: string;
@@ -31,6 +34,7 @@ interface Options {
   parkAfter?: string;
   leaseTtl?: string;
   logLevel: string;
+  metricsAddr?: string;
 }
 
 function isMountpoint(path: string): boolean {
@@ -82,13 +86,19 @@ function checkMountpoint(mountpoint: string, cfg: MountConfig): void {
   if (isMountpoint(mountpoint)) throw new UserError(`${mountpoint} is already a mountpoint; unmount it first (homefs sleep ${mountpoint})`);
 }
 
-async function runDaemon(cfg: MountConfig, level: string): Promise<void> {
+async function runDaemon(cfg: MountConfig, level: string, metricsAddr: ListenAddr | undefined): Promise<void> {
   const log = createLogger({ level, base: { org: cfg.org, home: cfg.home }, stream: process.stdout });
   const { mount } = await import('../fuse/index.js');
   let home: MountedHome;
+  let services: DaemonServices | undefined;
   try {
-    home = await MountedHome.wake(cfg, log, mount as never);
+    const metrics = new HomeMetrics({ org: cfg.org, home: cfg.home, process: true });
+    const logPath = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir).log;
+    services = await DaemonServices.start({ metrics, log, logPath, metricsAddr, what: `${cfg.org}/${cfg.home} at ${cfg.mountpoint}` });
+    home = await MountedHome.wake(cfg, log, mount as never, services.hooks());
+    services.attach(home);
   } catch (e) {
+    services?.close();
     if (process.send) {
       process.send({ error: errorMessage(e) });
       process.disconnect?.();
@@ -152,6 +162,7 @@ export function register(program: Command): void {
     .option('--park-after <duration>', 'idle time after which the home is parked', '10s')
     .option('--lease-ttl <duration>', 'lease lifetime without renewal', '30s')
     .option('--log-level <level>', 'daemon log level (trace, debug, info, warn, error)', 'info')
+    .option('--metrics-addr <[host:]port>', 'serve Prometheus /metrics and /healthz over HTTP (host default: 127.0.0.1)')
     .option('--foreground', 'run the daemon in this process')
     .action(async (ref: string, mnt: string, o: Options) => {
       if (storeDisabled()) {
@@ -161,7 +172,8 @@ export function register(program: Command): void {
       }
       const cfg = buildConfig(ref, mnt, o);
       checkMountpoint(cfg.mountpoint, cfg);
-      if (o.foreground) return runDaemon(cfg, o.logLevel);
+      const metricsAddr = o.metricsAddr !== undefined ? parseListenAddr('--metrics-addr', o.metricsAddr) : undefined;
+      if (o.foreground) return runDaemon(cfg, o.logLevel, metricsAddr);
       const argv = process.argv.slice(2).filter((a) => a !== '--foreground');
       await startBackground(cfg, argv);
       process.stdout.write(`mounted ${cfg.org}/${cfg.home} at ${cfg.mountpoint}\n`);

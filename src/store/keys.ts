@@ -57,3 +57,9 @@ export function conflictKey(org: string, home: string, snapshot: string, timeMs:
 export function leaseKey(org: string, home: string): string {
   return `${org}/homes/${home}/LEASE`;
 }
+
+/** What a key holds, for metering: `block` (file data), `meta` (trees, snapshots) or `other` (heads, lease). */
+export function keyKind(key: string): 'block' | 'meta' | 'other' {
+  const part = key.split('/')[1];
+  return part === 'blocks' ? 'block' : part === 'meta' ? 'meta' : 'other';
+}
