@@ -140,7 +140,7 @@ test('homefs@.service passes systemd-analyze verify once installed; install/unin
     const text = readFileSync(unit, 'utf8');
     assert.match(text, new RegExp(`^ExecStart=${process.execPath} '${BIN.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}' mount \\$\\{HOMEFS_HOME\\} \\$\\{HOMEFS_MOUNTPOINT\\} --foreground `, 'm'));
     const repo = readFileSync(UNIT, 'utf8');
-    for (const line of ['Restart=on-failure', 'TimeoutStopSec=5min', 'KillSignal=SIGTERM', 'StandardOutput=journal', 'EnvironmentFile=-/etc/homefs/%i.env', 'Environment=HOMEFS_HOME=%I']) {
+    for (const line of ['Type=notify', 'NotifyAccess=main', 'Restart=on-failure', 'TimeoutStopSec=5min', 'KillSignal=SIGTERM', 'StandardOutput=journal', 'EnvironmentFile=-/etc/homefs/%i.env', 'Environment=HOMEFS_HOME=%I']) {
       assert.ok(repo.split('\n').includes(line), `unit has ${line}`);
     }
     const helper = readFileSync(join(root, 'sbin/mount.homefs'), 'utf8');
