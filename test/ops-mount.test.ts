@@ -87,7 +87,7 @@ test('mount -t fuse.homefs and an fstab entry mount and unmount a home; quota, m
     await ok(run('sh', ['-c', `echo written through mount -t > ${join(mnt, 'note.txt')}`]), 'write');
     const metrics = await ok(homefs(['status', mnt, '--metrics']), 'status --metrics');
     assert.match(metrics, /^# TYPE homefs_seals_total counter$/m);
-    assert.match(metrics, /^homefs_uptime_seconds [0-9.]+$/m);
+    assert.match(metrics, /^process_start_time_seconds\{org="acme",home="agent1"\} [0-9]+$/m);
 
     const pid1 = daemonPid(join(work, 'state'));
     await ok(run('umount', [mnt]), 'umount');
