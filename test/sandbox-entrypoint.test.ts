@@ -2,20 +2,22 @@
  * sandbox/homefs-entrypoint through real mounts, as a container runtime would drive it: SIGTERM stops the
  * agent first and the final seal is committed before the script exits (exit 143); an agent that exits by
  * itself passes its status through after the seal; `homefs-entrypoint stop` (the Kubernetes preStop hook)
- * does the same from outside; HOMEFS_AGENT_USER runs the agent unprivileged in a home it owns; and
- * usage errors are one line with exit 64. The store is read back with `homefs cat` after the exit.
+ * does the same from outside; HOMEFS_AGENT_USER runs the agent unprivileged in a home it owns; the
+ * capabilities sandbox/pod.yaml grants are enough (run under a setpriv bounding set of exactly those),
+ * and without CAP_KILL the home is still sealed; usage errors are one line with exit 64. The store is read back with `homefs cat` after the exit.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BIN, TestHome, homefsOk, run, sh } from './support/homefs-mount.js';
+import { BIN, TestHome, homefsOk, run, sh, shOk } from './support/homefs-mount.js';
 import { forceUnmount, isMounted } from './support/fuse-mount-helpers.js';
 
 const ENTRYPOINT = fileURLToPath(new URL('../../sandbox/homefs-entrypoint', import.meta.url));
+const POD = fileURLToPath(new URL('../../sandbox/pod.yaml', import.meta.url));
 const homes: TestHome[] = [];
 after(async () => {
   for (const h of homes) await h.cleanup();
@@ -46,9 +48,18 @@ async function until(what: string, probe: () => Promise<boolean>): Promise<void>
   }
 }
 
-async function startEntrypoint(h: TestHome, env: NodeJS.ProcessEnv, agent: string): Promise<{ exited: Promise<number | null>; pid: number; mnt: string }> {
+interface Entrypoint {
+  exited: Promise<number | null>;
+  pid: number;
+  mnt: string;
+  stderr: () => string;
+}
+
+/** Starts the entrypoint (under `prefix`, e.g. setpriv) and resolves once its agent runs in the home. */
+async function startEntrypoint(h: TestHome, env: NodeJS.ProcessEnv, agent: string, prefix: string[] = []): Promise<Entrypoint> {
   const mnt = String(env.HOMEFS_MOUNTPOINT);
-  const child = spawn(ENTRYPOINT, ['bash', '-c', agent], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const argv = [...prefix, ENTRYPOINT, 'bash', '-c', agent];
+  const child = spawn(argv[0] ?? ENTRYPOINT, argv.slice(1), { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = once(child, 'exit').then(([code]) => code as number | null);
@@ -57,7 +68,7 @@ async function startEntrypoint(h: TestHome, env: NodeJS.ProcessEnv, agent: strin
     if (child.exitCode !== null) throw new Error(`entrypoint exited ${child.exitCode}: ${stderr}`);
     return (await sh(`test -f ${mnt}/started.txt`)).code === 0;
   });
-  return { exited, pid: child.pid ?? 0, mnt };
+  return { exited, pid: child.pid ?? 0, mnt, stderr: () => stderr };
 }
 
 async function sealed(h: TestHome, file: string): Promise<string> {
@@ -124,6 +135,52 @@ test('HOMEFS_AGENT_USER: the agent runs unprivileged in a home it owns', async (
     assert.equal(await sealed(h, 'uid.txt'), nobody);
     assert.equal(await sealed(h, 'work/file'), 'mine\n');
   } finally {
+    forceUnmount(e.mnt);
+  }
+});
+
+/** The capabilities sandbox/pod.yaml adds (after dropping ALL), as a setpriv bounding set. */
+function podCapabilities(): string[] {
+  const m = /^\s+add: \[(.*)\]$/m.exec(readFileSync(POD, 'utf8'));
+  assert.ok(m, 'pod.yaml adds capabilities');
+  return (m[1] ?? '').split(',').map((c) => c.trim().replace(/"/g, '').toLowerCase());
+}
+
+test("the pod example's capabilities are enough: mount, agent as another user, SIGTERM, final seal", async () => {
+  const caps = podCapabilities();
+  assert.deepEqual(caps, ['sys_admin', 'chown', 'setuid', 'setgid', 'kill']);
+  const h = new TestHome('acme', 'sbx-caps');
+  homes.push(h);
+  const env = sandboxEnv(h, { HOMEFS_AGENT_USER: 'nobody' });
+  const e = await startEntrypoint(h, env, AGENT, ['setpriv', `--bounding-set=-all,${caps.map((c) => `+${c}`).join(',')}`]);
+  try {
+    process.kill(e.pid, 'SIGTERM');
+    assert.equal(await e.exited, 143, e.stderr());
+    assert.equal(await sealed(h, 'last-words.txt'), 'stopped cleanly\n');
+  } finally {
+    forceUnmount(e.mnt);
+  }
+});
+
+test('without CAP_KILL the entrypoint says so and still seals the home before exiting', async () => {
+  const h = new TestHome('acme', 'sbx-nokill');
+  homes.push(h);
+  const env = sandboxEnv(h, { HOMEFS_AGENT_USER: 'nobody' });
+  const caps = podCapabilities().filter((c) => c !== 'kill');
+  const e = await startEntrypoint(h, env, AGENT, ['setpriv', `--bounding-set=-all,${caps.map((c) => `+${c}`).join(',')}`]);
+  const agent = Number(readFileSync(path.join(String(env.HOMEFS_RUN_DIR), 'agent.pid'), 'utf8'));
+  try {
+    await shOk(`echo kept > ${e.mnt}/kept.txt`);
+    process.kill(e.pid, 'SIGTERM');
+    assert.equal(await e.exited, 143);
+    assert.match(e.stderr(), new RegExp(`cannot signal the agent \\(pid ${agent}\\): this container lacks CAP_KILL`));
+    assert.equal(await sealed(h, 'kept.txt'), 'kept\n');
+  } finally {
+    try {
+      process.kill(agent, 'SIGKILL');
+    } catch {
+      // already gone
+    }
     forceUnmount(e.mnt);
   }
 });
