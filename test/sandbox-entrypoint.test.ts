@@ -147,12 +147,13 @@ function podCapabilities(): string[] {
 }
 
 test("the pod example's capabilities are enough: mount, agent as another user, SIGTERM, final seal", async () => {
+  assert.match(readFileSync(POD, 'utf8'), /^\s+allowPrivilegeEscalation: false$/m, 'the pod sets no_new_privs, as the test does');
   const caps = podCapabilities();
   assert.deepEqual(caps, ['sys_admin', 'chown', 'setuid', 'setgid', 'kill']);
   const h = new TestHome('acme', 'sbx-caps');
   homes.push(h);
   const env = sandboxEnv(h, { HOMEFS_AGENT_USER: 'nobody' });
-  const e = await startEntrypoint(h, env, AGENT, ['setpriv', `--bounding-set=-all,${caps.map((c) => `+${c}`).join(',')}`]);
+  const e = await startEntrypoint(h, env, AGENT, ['setpriv', '--no-new-privs', `--bounding-set=-all,${caps.map((c) => `+${c}`).join(',')}`]);
   try {
     process.kill(e.pid, 'SIGTERM');
     assert.equal(await e.exited, 143, e.stderr());
