@@ -1,8 +1,9 @@
 /**
  * The daemon's services in isolation: --metrics-addr parsing and the loopback rule, the HTTP endpoint
  * (/metrics, /healthz, 404, 405, an address in use) on 127.0.0.1, and the sd_notify client's reading of
- * systemd's variables (what it sends, when it pings, that children do not inherit them). The same paths
- * through a real mount and a real NOTIFY_SOCKET are in mount-service.test.ts.
+ * systemd's variables (what it sends, when it pings, that children do not inherit them), the addon's
+ * datagram to a path and to an abstract socket, and a failed log reopen. The same paths through a real
+ * mount and a real NOTIFY_SOCKET are in mount-service.test.ts.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,6 +13,12 @@ import pino from 'pino';
 import { HomeMetrics } from '../src/metrics/homefs.js';
 import { isLoopback, parseListenAddr, serveEndpoint, type Health } from '../src/metrics/http.js';
 import { SystemdNotifier } from '../src/daemon/sd-notify.js';
+import { reopenOnHangup } from '../src/daemon/logfile.js';
+import { sys } from '../src/daemon/sys.js';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 
 const quiet = pino({ level: 'silent' });
 
@@ -99,4 +106,52 @@ test('sd_notify: a failed send is logged once and never thrown', () => {
   n.stopping('b');
   assert.equal(lines.length, 1);
   assert.match(lines[0] ?? '', /"err":"ECONNREFUSED".*cannot notify systemd through NOTIFY_SOCKET/);
+});
+
+test('homefs_sys.notify: one datagram to a path socket and to an abstract one; errors as negative errno', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'homefs-notify-'));
+  const sock = path.join(dir, 'notify.sock');
+  const abstract = `homefs-test-${process.pid}`;
+  const listener = spawn('python3', ['-u', '-c', [
+    'import socket, sys',
+    'a = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); a.bind(sys.argv[1])',
+    'b = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); b.bind("\\0" + sys.argv[2])',
+    'print("listening")',
+    'print(repr(a.recv(4096).decode())); print(repr(b.recv(4096).decode()))',
+  ].join('\n'), sock, abstract], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    let out = '';
+    listener.stdout.setEncoding('utf8');
+    listener.stdout.on('data', (c: string) => (out += c));
+    while (!out.includes('listening')) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(sys().notify(sock, 'READY=1\nSTATUS=one'), 0);
+    assert.equal(sys().notify(`@${abstract}`, 'WATCHDOG=1'), 0);
+    const [code] = (await once(listener, 'exit')) as [number];
+    assert.equal(code, 0);
+    assert.equal(out, "listening\n'READY=1\\nSTATUS=one'\n'WATCHDOG=1'\n");
+    assert.equal(sys().notify(path.join(dir, 'missing.sock'), 'READY=1'), -2, 'ENOENT');
+    assert.equal(sys().notify('relative.sock', 'READY=1'), -22, 'EINVAL: neither a path nor abstract');
+  } finally {
+    listener.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('log reopen: a failed reopen on SIGHUP is logged and the old log kept', () => {
+  const lines: string[] = [];
+  const log = pino({ level: 'info' }, { write: (s: string) => lines.push(s) });
+  const calls: string[] = [];
+  const stop = reopenOnHangup('/nonexistent/daemon.log', log, (p) => {
+    calls.push(p);
+    return -2;
+  });
+  try {
+    process.emit('SIGHUP', 'SIGHUP');
+  } finally {
+    stop();
+  }
+  process.emit('SIGHUP', 'SIGHUP');
+  assert.deepEqual(calls, ['/nonexistent/daemon.log'], 'one reopen, none after stop()');
+  assert.equal(lines.length, 1);
+  assert.match(lines[0] ?? '', /"err":"ENOENT".*cannot reopen the log file; still writing to the old one/);
 });
