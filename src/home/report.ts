@@ -22,18 +22,25 @@ export interface StatusInput {
   lastError: string | null;
   seals: number;
   bytesUploaded: number;
+  metricsUrl?: string | undefined;
+}
+
+/** The files with changes not yet sealed: how many, and their total size (status, homefs_dirty_bytes). */
+export function dirtyTotals(journal: Journal): { files: number; bytes: number } {
+  let bytes = 0;
+  let files = 0;
+  for (const [ino] of journal.changedInodes()) {
+    const n = journal.get(ino);
+    if (n && n.kind === 'file') {
+      files++;
+      bytes += n.size;
+    }
+  }
+  return { files, bytes };
 }
 
 export function homeStatus(h: StatusInput): Record<string, unknown> {
-  let dirtyBytes = 0;
-  let dirtyFiles = 0;
-  for (const [ino] of h.journal.changedInodes()) {
-    const n = h.journal.get(ino);
-    if (n && n.kind === 'file') {
-      dirtyFiles++;
-      dirtyBytes += n.size;
-    }
-  }
+  const { files: dirtyFiles, bytes: dirtyBytes } = dirtyTotals(h.journal);
   const c = h.cache.stats();
   const base = h.journal.base();
   return {
@@ -42,7 +49,7 @@ export function homeStatus(h: StatusInput): Record<string, unknown> {
     lastSealAt: h.lastSealAt ? new Date(h.lastSealAt).toISOString() : null, lastSnapshot: h.lastSnapshot,
     lastError: h.lastError, seals: h.seals, bytesUploaded: h.bytesUploaded,
     cacheBytes: c.bytes, cacheHits: c.hits, cacheMisses: c.misses, hitRatio: c.hits + c.misses > 0 ? c.hits / (c.hits + c.misses) : null,
-    bytesFetched: c.bytesFetched, fsync: h.cfg.fsync, readOnly: h.cfg.readOnly,
+    bytesFetched: c.bytesFetched, fsync: h.cfg.fsync, readOnly: h.cfg.readOnly, metricsUrl: h.metricsUrl ?? null,
   };
 }
 
@@ -80,8 +87,8 @@ export class CacheMetricsMirror {
     const c = this.cache.stats();
     this.m.cacheHits.inc({ tier: 'memory' }, c.memoryHits - this.seen.memoryHits);
     this.m.cacheHits.inc({ tier: 'disk' }, c.diskHits - this.seen.diskHits);
-    this.m.cacheMisses.inc(undefined, c.misses - this.seen.misses);
-    this.m.cacheEvictions.inc(undefined, c.evictions - this.seen.evictions);
+    this.m.cacheMisses.inc(c.misses - this.seen.misses);
+    this.m.cacheEvictions.inc(c.evictions - this.seen.evictions);
     this.seen = { misses: c.misses, evictions: c.evictions, memoryHits: c.memoryHits, diskHits: c.diskHits };
     this.m.cacheBytes.set(c.bytes);
   }

@@ -1,0 +1,72 @@
+/**
+ * `MeteredStore`: wraps any Store and reports its traffic to a `StoreMeters`: bytes fetched (get) and
+ * uploaded (put, a putIfAbsent that created the object) by key kind, the latency of every request by op,
+ * and failed requests (a missing object is an answer, not a failure). The daemon wraps its store once,
+ * outside the retrying store, so a request's latency includes its retries:
+ * `new MeteredStore(store, metrics.storeMeters())` (metrics/homefs.ts).
+ */
+import { NotFoundError } from '../util/errors.js';
+import { keyKind } from './keys.js';
+import type { ObjectInfo, Store } from './store.js';
+
+export interface StoreMeters {
+  /** Starts timing one request of `op`; calling the result ends it. */
+  startRequest(op: string): () => void;
+  fetched(kind: string, bytes: number): void;
+  uploaded(kind: string, bytes: number): void;
+  /** A request failed (for any reason but a missing object). */
+  failed(op: string): void;
+}
+
+export class MeteredStore implements Store {
+  constructor(readonly inner: Store, private readonly m: StoreMeters) {}
+
+  get url(): string {
+    return this.inner.url;
+  }
+
+  private async timed<T>(op: string, fn: () => Promise<T>): Promise<T> {
+    const stop = this.m.startRequest(op);
+    try {
+      return await fn();
+    } catch (e) {
+      if (!(e instanceof NotFoundError)) this.m.failed(op);
+      throw e;
+    } finally {
+      stop();
+    }
+  }
+
+  has(keys: readonly string[]): Promise<Set<string>> {
+    return this.timed('has', () => this.inner.has(keys));
+  }
+
+  async get(key: string): Promise<Buffer> {
+    const data = await this.timed('get', () => this.inner.get(key));
+    this.m.fetched(keyKind(key), data.length);
+    return data;
+  }
+
+  async put(key: string, data: Buffer): Promise<void> {
+    await this.timed('put', () => this.inner.put(key, data));
+    this.m.uploaded(keyKind(key), data.length);
+  }
+
+  async putIfAbsent(key: string, data: Buffer): Promise<boolean> {
+    const created = await this.timed('putIfAbsent', () => this.inner.putIfAbsent(key, data));
+    if (created) this.m.uploaded(keyKind(key), data.length);
+    return created;
+  }
+
+  list(prefix: string, limit?: number): AsyncIterable<ObjectInfo> {
+    return this.inner.list(prefix, limit);
+  }
+
+  delete(key: string): Promise<void> {
+    return this.timed('delete', () => this.inner.delete(key));
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
