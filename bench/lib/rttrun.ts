@@ -30,7 +30,9 @@ export function parseRtts(arg: string): number[] {
 /** Deletes everything under `path` of the bucket (directly, not through a proxy). */
 async function purge(c: CephS3, path: string): Promise<void> {
   const env = rcloneS3Env('bs', s3Urls(c, c.port, '').endpoint);
-  await run('rclone', ['purge', `bs:${c.bucket}/${path}`, '--config', '/dev/null', '--checkers', '32', '--log-level', 'ERROR'], { env, allowFail: true, timeoutMs: 900_000 });
+  // bounded: if the cluster went away (it is shared), there is nothing left to delete
+  await run('rclone', ['purge', `bs:${c.bucket}/${path}`, '--config', '/dev/null', '--checkers', '32', '--log-level', 'ERROR',
+    '--retries', '1', '--low-level-retries', '2', '--contimeout', '5s'], { env, allowFail: true, timeoutMs: 300_000 });
 }
 
 /** The home as plain files in the bucket, for rclone mount; an empty directory gets a `.keep` file (S3 has no directories). */

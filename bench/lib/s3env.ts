@@ -39,9 +39,13 @@ export function cephFromExports(vars: Record<string, string>): CephS3 {
   return { host: endpoint.hostname, port: Number(endpoint.port), bucket: m[1], region: params.get('region') ?? 'us-east-1', accessKey, secretKey };
 }
 
-/** Starts (or reuses) the test Ceph and sets the AWS_* credentials in this process for every child. */
+/**
+ * Starts (or reuses) the test Ceph and sets the AWS_* credentials in this process for every child. The run
+ * registers as a holder (HOMEFS_CEPH_HOLDER), so a test process that started the cluster for itself does
+ * not stop it under the benchmark; it never stops the cluster itself (others share it).
+ */
 export async function startCeph(repo: string): Promise<CephS3> {
-  const r = await bash(`${resolve(repo, 'test/support/ceph.sh')} start`, { timeoutMs: 600_000 });
+  const r = await bash(`${resolve(repo, 'test/support/ceph.sh')} start`, { timeoutMs: 600_000, env: { ...process.env, HOMEFS_CEPH_HOLDER: String(process.pid) } });
   const c = cephFromExports(parseExports(r.stdout));
   process.env.AWS_ACCESS_KEY_ID = c.accessKey;
   process.env.AWS_SECRET_ACCESS_KEY = c.secretKey;
