@@ -3,11 +3,12 @@
  * summary, writes docs/benchmarks.md (its bench/run block only) and the charts in docs/bench/.
  *
  *   bench/run [--quick] [--only NAME[,NAME…]] [--work DIR] [--rounds N] [--scale X] [--note TEXT]
- *   bench/run --rtt MS[,MS…] [--work DIR] [--rounds N] [--scale X] [--note TEXT]
+ *   bench/run --rtt MS[,MS…] [--own-ceph] [--work DIR] [--rounds N] [--scale X] [--note TEXT]
  * (--rounds and --scale override the preset; a run with --scale is a try-out and writes no docs; --note adds
  * TEXT, e.g. what else was running, to the notes of every scenario this run measures. --rtt runs the
  * scenarios over the test Ceph RGW behind a latency proxy instead (bench/lib/rttrun.ts), on the --quick
- * home, one round unless --rounds, and writes its own block of docs/benchmarks.md.)
+ * home, one round unless --rounds, and writes its own block of docs/benchmarks.md; --own-ceph starts a private
+ * Ceph for the run and stops it afterwards, out of reach of other people's test runs.)
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,7 +29,7 @@ interface Stored {
 }
 
 function usage(msg: string): never {
-  process.stderr.write(`bench/run: ${msg}\nusage: bench/run [--quick] [--only ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--work DIR] [--rounds N] [--scale X] [--note TEXT]\n       bench/run --rtt MS[,MS…] [--work DIR] [--rounds N] [--scale X] [--note TEXT]\n`);
+  process.stderr.write(`bench/run: ${msg}\nusage: bench/run [--quick] [--only ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--work DIR] [--rounds N] [--scale X] [--note TEXT]\n       bench/run --rtt MS[,MS…] [--own-ceph] [--work DIR] [--rounds N] [--scale X] [--note TEXT]\n`);
   process.exit(2);
 }
 
@@ -58,6 +59,7 @@ async function main(): Promise<void> {
   let scale: number | undefined;
   let note: string | undefined;
   let rtts: number[] | undefined;
+  let ownCeph = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') quick = true;
@@ -66,6 +68,7 @@ async function main(): Promise<void> {
     else if (a === '--rounds') rounds = Number(argv[++i]);
     else if (a === '--scale') scale = Number(argv[++i]);
     else if (a === '--note') note = argv[++i] ?? usage('--note needs a text');
+    else if (a === '--own-ceph') ownCeph = true;
     else if (a === '--rtt') {
       try {
         rtts = parseRtts(argv[++i] ?? usage('--rtt needs milliseconds, e.g. --rtt 0,20'));
@@ -81,6 +84,7 @@ async function main(): Promise<void> {
   if (unknown.length) usage(`unknown scenario '${unknown.join(',')}'`);
   if (process.getuid?.() !== 0) usage('must run as root (drop_caches, fusectl abort, mounts)');
   if (rtts && (quick || only)) usage('--rtt runs its own scenarios: drop --quick / --only');
+  if (ownCeph && !rtts) usage('--own-ceph goes with --rtt');
 
   const repo = resolve(import.meta.dirname, '../../..');
   const tryout = scale !== undefined; // a smaller home than the preset: never published
@@ -90,7 +94,7 @@ async function main(): Promise<void> {
   installCleanup();
   const command = `bench/run ${argv.filter((x, i) => x !== '--note' && argv[i - 1] !== '--note').join(' ')}`.trim(); // the note goes in the notes
   if (rtts) {
-    const md = await runRtt(ctx, rtts, command, note);
+    const md = await runRtt(ctx, rtts, command, note, ownCeph);
     unmountAll();
     if (tryout) process.stdout.write(`\n${md}\n--scale given: a try-out, docs/benchmarks.md left alone\n`);
     else {

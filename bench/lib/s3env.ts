@@ -42,15 +42,23 @@ export function cephFromExports(vars: Record<string, string>): CephS3 {
 /**
  * Starts (or reuses) the test Ceph and sets the AWS_* credentials in this process for every child. The run
  * registers as a holder (HOMEFS_CEPH_HOLDER), so a test process that started the cluster for itself does
- * not stop it under the benchmark; it never stops the cluster itself (others share it).
+ * not stop it under the benchmark; it never stops the shared cluster. With `ownDir`, a private cluster is
+ * started there instead (free ports, its own memstore), out of reach of other people's `ceph.sh stop`;
+ * `stopOwnCeph` stops it.
  */
-export async function startCeph(repo: string): Promise<CephS3> {
-  const r = await bash(`${resolve(repo, 'test/support/ceph.sh')} start`, { timeoutMs: 600_000, env: { ...process.env, HOMEFS_CEPH_HOLDER: String(process.pid) } });
+export async function startCeph(repo: string, ownDir?: string): Promise<CephS3> {
+  const env = { ...process.env, HOMEFS_CEPH_HOLDER: String(process.pid), ...(ownDir ? { HOMEFS_CEPH_DIR: ownDir } : {}) };
+  const r = await bash(`${resolve(repo, 'test/support/ceph.sh')} start`, { timeoutMs: 600_000, env });
   const c = cephFromExports(parseExports(r.stdout));
   process.env.AWS_ACCESS_KEY_ID = c.accessKey;
   process.env.AWS_SECRET_ACCESS_KEY = c.secretKey;
   delete process.env.AWS_CA_BUNDLE; // plain http on loopback; rclone 1.60 fails while it is set
   return c;
+}
+
+/** Stops the private cluster `startCeph(repo, ownDir)` started (never the shared one). */
+export async function stopOwnCeph(repo: string, ownDir: string): Promise<void> {
+  await bash(`${resolve(repo, 'test/support/ceph.sh')} stop`, { timeoutMs: 120_000, allowFail: true, env: { ...process.env, HOMEFS_CEPH_DIR: ownDir } });
 }
 
 /** What each system is given for `prefix` of the bucket, through 127.0.0.1:`port` (a proxy, or RGW itself). */
