@@ -83,12 +83,12 @@ async function runOn(ctx: Ctx, rtts: number[], command: string, note: string | u
         } finally {
           await proxy.stop();
           loads.push(`round ${r + 1} at +${rtt} ms: ${l0.toFixed(1)} → ${(loadavg()[0] ?? NaN).toFixed(1)}`);
-          await purge(c, `${base}/r${r}-${rtt}`);
+          if (!ownCeph) await purge(c, `${base}/r${r}-${rtt}`); // a private cluster goes away whole
         }
       }
     }
   } finally {
-    await purge(c, base);
+    if (!ownCeph) await purge(c, base);
   }
   let srcCommit = '?';
   try {
