@@ -16,6 +16,22 @@ import { join } from 'node:path';
 import { fromLegacy, type LegacyContentFields } from './filestate.js';
 import type { Inode } from './types.js';
 import { ROOT_INO } from './types.js';
+import { hashBuffer } from '../hash/blake3.js';
+
+/** Derived inode numbers live in [2^40, 2^52): above any counter, exact in a JS number. */
+const STABLE_INO_BASE = 2 ** 40;
+const STABLE_INO_SPAN = 2 ** 52 - 2 ** 40;
+
+/** The inode number derived from `key` (see allocIno). */
+export function stableIno(key: string): number {
+  const h = Number.parseInt(hashBuffer(Buffer.from(key, 'utf8')).slice(0, 13), 16); // 52 bits
+  return STABLE_INO_BASE + (h % STABLE_INO_SPAN);
+}
+
+/** The key of a child's derived inode number: its parent's inode and its name. */
+export function childKey(parent: number, name: string): string {
+  return `${parent}/${name}`;
+}
 
 export interface BaseState {
   /** Snapshot the local state is based on, null for a home that had no HEAD. */
@@ -104,7 +120,18 @@ export class Journal {
     });
   }
 
-  allocIno(): number {
+  /**
+   * A new inode number. With `stable` (what names the file the same way on every host: its parent's inode
+   * and its name, or its hard-link id), the number is derived from it, so a home woken on another host
+   * shows the same st_ino for the same path and tools that compare inode numbers (git's index) do not
+   * take every file for changed; a number in use falls back to the counter, whose range is disjoint.
+   */
+  allocIno(stable?: string): number {
+    if (stable !== undefined) {
+      const ino = stableIno(stable);
+      if (this.get(ino) === undefined) return ino;
+    }
+    if (this.nextIno >= STABLE_INO_BASE) throw new Error('inode counter exhausted');
     const ino = this.nextIno++;
     this.txn(() => void this.metaDb.put('nextIno', this.nextIno));
     return ino;
