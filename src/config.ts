@@ -94,6 +94,22 @@ export const defaults = {
     /** A cached file's mtime (its persisted last use) is refreshed at most this often. */
     persistLastUseMs: 60_000,
   },
+  /** The hot set for the next wake (home/hotset.ts, docs/format.md). */
+  hotset: {
+    /** Objects a session records at most, and their total bytes (past either, later reads are not recorded). */
+    maxEntries: 200_000,
+    maxBytes: 2 * 1024 * 1024 * 1024,
+    /** Write a wake pack at sleep (docs/decisions.md has the measurement that decided it). */
+    pack: true,
+    /** The wake pack holds objects up to this size, until it reaches its budget. */
+    packObjectMax: 1024 * 1024,
+    packBytes: 64 * 1024 * 1024,
+    /** A wake fetches the pack in ranged GETs of about this size, this many at once. */
+    packRangeBytes: 4 * 1024 * 1024,
+    packParallelism: 16,
+    /** A mount rewrites the record after a seal at most this often (and always at sleep). */
+    recordIntervalMs: 60_000,
+  },
   /** gc waits this long between announcing its epoch and marking (snapshot/gcfence.ts). */
   gcFenceWaitMs: 3 * 60_000,
   /** A committer starts its HEAD write at most this long after its last look at the gc epoch. */
