@@ -44,6 +44,8 @@ export interface WarmReport {
   packRejected: number;
   /** Bytes of record and pack fetched. */
   bytesFetched: number;
+  /** When the pack's objects were all in memory, and when the whole warm-up ended (ms after it began). */
+  packMs: number;
   ms: number;
 }
 
@@ -126,10 +128,10 @@ export class HotSet {
   /** Streams the last session's hot set into the cache. Never throws. */
   async warmUp(): Promise<WarmReport> {
     const t0 = performance.now();
-    const r: WarmReport = { done: false, record: false, entries: 0, cached: 0, fromPack: 0, prefetched: 0, packRejected: 0, bytesFetched: 0, ms: 0 };
+    const r: WarmReport = { done: false, record: false, entries: 0, cached: 0, fromPack: 0, prefetched: 0, packRejected: 0, bytesFetched: 0, packMs: 0, ms: 0 };
     this.warm = r;
     try {
-      await this.warmInto(r);
+      await this.warmInto(r, t0);
     } catch (e) {
       this.log.warn({ op: 'hotset.warm', err: errorMessage(e) }, 'hot set warm-up failed; the wake is colder but correct');
     }
@@ -139,7 +141,7 @@ export class HotSet {
     return r;
   }
 
-  private async warmInto(r: WarmReport): Promise<void> {
+  private async warmInto(r: WarmReport, t0: number): Promise<void> {
     let buf: Buffer;
     try {
       buf = await this.store.get(hotsetKey(this.org, this.home));
@@ -194,6 +196,7 @@ export class HotSet {
         puts.push(this.cache.put(s.entry.kind, s.entry.hash, piece).catch(() => undefined));
       }
     });
+    r.packMs = Math.round(performance.now() - t0);
     r.packRejected = rejected.length;
     if (rejected.length > 0) this.log.warn({ op: 'hotset.warm', rejected: rejected.length }, 'wake pack objects missing or damaged; prefetching them instead');
     this.prefetchInOrder(rejected, r);
