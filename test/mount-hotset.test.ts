@@ -11,6 +11,10 @@ import path from 'node:path';
 import { TestHome, homefsOk, shOk } from './support/homefs-mount.js';
 import { decodeHotSet } from '../src/snapshot/hotset.js';
 import { blockKey, hotsetKey, wakePackKey } from '../src/store/keys.js';
+import { hashBuffer } from '../src/hash/blake3.js';
+import { testS3Url } from './support/s3.js';
+
+const hashOf = (base64: string): string => hashBuffer(Buffer.from(base64, 'base64'));
 
 const h = new TestHome('acme', 'hot');
 let storeDir: string;
@@ -32,8 +36,8 @@ async function waitWarm(mnt: string): Promise<Record<string, number | boolean>> 
 }
 
 /** A fresh host wakes, runs the session, checks the bytes, sleeps; returns its warm-up report and status. */
-async function freshWake(): Promise<{ warm: Record<string, number | boolean>; status: Record<string, unknown> }> {
-  const mnt = await h.mount({ host: `fresh${hostNo++}` });
+async function freshWake(extra: string[] = []): Promise<{ warm: Record<string, number | boolean>; status: Record<string, unknown> }> {
+  const mnt = await h.mount({ host: `fresh${hostNo++}`, extra });
   try {
     const warm = await waitWarm(mnt);
     assert.equal(await shOk(`cd ${mnt} && ${SESSION}`), expected, 'the mount serves the pushed bytes');
@@ -155,4 +159,46 @@ test('gc keeps the record and the pack, and does not keep alive the blocks they 
   assert.ok(existsSync(recordFile) && existsSync(packFile), 'gc keeps the record and the pack');
   const { warm } = await freshWake();
   assert.equal(warm.record, true);
+});
+
+test('a seal records the hot set too, so a session killed before its sleep still leaves one', async () => {
+  const mnt = await h.mount({ host: 'crash' });
+  await waitWarm(mnt);
+  await shOk(`cat ${mnt}/other/x2.bin > /dev/null && echo changed > ${mnt}/new.txt`);
+  await homefsOk(['sync', mnt]);
+  const x2 = hashOf(await shOk(`cat ${h.root}/src/other/x2.bin | base64 -w0`));
+  const current = (): ReturnType<typeof decodeHotSet> => (existsSync(recordFile) ? decodeHotSet(readFileSync(recordFile)) : { snapshot: null, packBytes: 0, entries: [] });
+  let rec = current();
+  for (let i = 0; i < 200 && !rec.entries.some((e) => e.hash === x2); i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    rec = current();
+  }
+  assert.ok(rec.entries.some((e) => e.hash === x2), 'the record written after the seal names the block read');
+  assert.equal(rec.packBytes, 0, 'a seal writes no pack');
+  await h.kill9(mnt);
+  const { warm } = await freshWake(['--takeover']); // the killed daemon's lease is still live
+  assert.equal(warm.record, true);
+});
+
+test('S3: a fresh host over the test Ceph takes the hot set from the pack with ranged GETs', async () => {
+  const s3 = new TestHome('acme', 'hots3', await testS3Url());
+  try {
+    await homefsOk(['push', path.join(h.root, 'src'), s3.ref, '--store', s3.storeUrl], { timeoutMs: 120_000 });
+    let mnt = await s3.mount({ host: 'first' });
+    assert.equal(await shOk(`cd ${mnt} && ${SESSION}`), expected);
+    await s3.sleep(mnt);
+    mnt = await s3.mount({ host: 'second' });
+    let warm: Record<string, unknown> | null = null;
+    for (let i = 0; i < 600 && !warm?.done; i++) {
+      warm = ((await s3.status(mnt)).hotset as { warm: Record<string, unknown> | null }).warm;
+      if (!warm?.done) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(warm?.record, true);
+    assert.ok(Number(warm?.fromPack) > 100, `objects from the pack: ${String(warm?.fromPack)}`);
+    assert.equal(warm?.packRejected, 0);
+    assert.equal(await shOk(`cd ${mnt} && ${SESSION}`), expected);
+    await s3.sleep(mnt);
+  } finally {
+    await s3.cleanup();
+  }
 });
