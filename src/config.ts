@@ -63,7 +63,7 @@ export const defaults = {
   /** gc grace period for unreferenced objects. */
   gcGraceMs: 24 * 3600_000,
   /** A mounted home: files sealed concurrently, and worker threads hashing what a seal uploads. */
-  sealParallelism: 64,
+  sealParallelism: 64, // each holds one block of its file while it uploads: ≤ 64 x 8 MiB at worst
   sealHashThreads: 1,
   /** Blocks prefetched ahead of a sequential reader of a large file. */
   readaheadBlocks: 4,
