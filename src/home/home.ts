@@ -134,7 +134,7 @@ export class MountedHome {
       const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log });
       await cache.init();
       undo.push(() => cache.close());
-      const hot = new HotSet(store, cfg.org, cfg.home, cache, log);
+      const hot = new HotSet(store, cfg.org, cfg.home, cache, log, cfg.cacheBytes / 2);
       const blocks = {
         read: async (h: string, off: number, len: number) => {
           const data = await cache.read(h, off, len);

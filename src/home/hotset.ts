@@ -13,7 +13,7 @@
 import type { Logger } from 'pino';
 import { defaults } from '../config.js';
 import { hashBuffer } from '../hash/blake3.js';
-import { decodeHotSet, encodeHotSet, packLayout, packRanges, type HotEntry, type HotKind } from '../snapshot/hotset.js';
+import { decodeHotSet, encodeHotSet, packLayout, packRanges, type HotEntry, type HotKind, type HotSetRecord } from '../snapshot/hotset.js';
 import { hotsetKey, wakePackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { mapLimit } from '../util/concurrency.js';
@@ -64,6 +64,8 @@ export class HotSet {
     private readonly home: string,
     private readonly cache: HotCache,
     private readonly log: Logger,
+    /** A warm-up brings in at most this many bytes (part of the cache's cap, so it never churns the cache). */
+    private readonly warmBytes: number,
     private readonly opts: HotSetOptions = defaults.hotset,
   ) {}
 
@@ -150,7 +152,7 @@ export class HotSet {
       throw e;
     }
     r.bytesFetched += buf.length;
-    let rec;
+    let rec: HotSetRecord;
     try {
       rec = decodeHotSet(buf, `hot-set record of ${this.org}/${this.home}`);
     } catch (e) {
@@ -160,6 +162,9 @@ export class HotSet {
     }
     r.record = true;
     r.entries = rec.entries.length;
+    let budget = this.warmBytes;
+    const kept = rec.entries.findIndex((e) => (budget -= e.size) < 0);
+    if (kept >= 0) rec = { ...rec, entries: rec.entries.slice(0, kept) };
     const want = (e: HotEntry): boolean => {
       if (this.cache.has(e.kind, e.hash)) {
         r.cached++;
