@@ -1,4 +1,5 @@
-# homefs FUSE binding: an N-API addon over libfuse3's low-level API (see src/hf.h).
+# homefs FUSE binding: an N-API addon over libfuse3's low-level API (see src/hf.h); and homefs_sys, the
+# daemon's sd_notify datagram and log-file redirection (src/sys.c).
 {
   "targets": [
     {
@@ -7,6 +8,12 @@
       "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-std=gnu11", "<!@(pkg-config --cflags fuse3)"],
       "libraries": ["<!@(pkg-config --libs fuse3)"],
       "defines": ["FUSE_USE_VERSION=34", "NAPI_VERSION=8"]
+    },
+    {
+      "target_name": "homefs_sys",
+      "sources": ["src/sys.c"],
+      "cflags": ["-O2", "-Wall", "-Wextra", "-std=gnu11"],
+      "defines": ["NAPI_VERSION=8"]
     }
   ]
 }

@@ -4,22 +4,16 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { TestHome, homefsOk, sh, shOk } from './support/homefs-mount.js';
 
 let h: TestHome;
 let small: string;
-before(async () => {
+before(() => {
   h = new TestHome('acme', 'diskfull');
-  small = path.join(h.root, 'small');
-  mkdirSync(small);
-  await shOk(`mount -t tmpfs -o size=8m tmpfs ${small}`);
+  small = h.tmpfs('small', '8m');
 });
-after(async () => {
-  await h.cleanup();
-  await sh(`umount ${small}`);
-});
+after(() => h.cleanup());
 
 test('writes past a full state directory fail with ENOSPC and the home keeps working', async () => {
   const mnt = h.mountpoint();
@@ -33,4 +27,20 @@ test('writes past a full state directory fail with ENOSPC and the home keeps wor
   assert.equal(await shOk(`cat ${mnt}/kept.txt`), 'kept\n');
   assert.match((await homefsOk(['sync', mnt])).trim(), /^[0-9a-f]{64}$/);
   assert.equal((await h.status(mnt)).state === 'asleep', false);
+});
+
+test('cleanup unmounts a scratch tmpfs even while a daemon still has its state and log on it', async () => {
+  const t = new TestHome('acme', 'tmpfs-cleanup');
+  try {
+    const dir = t.tmpfs('small', '8m');
+    const mnt = t.mountpoint();
+    await homefsOk(['mount', t.ref, mnt, '--store', t.storeUrl, '--state-dir', path.join(dir, 'state'), '--cache-dir', path.join(t.root, 'cache')]);
+    t.mounts.add(mnt);
+    await shOk(`echo x > ${mnt}/x.txt`);
+    await t.cleanup();
+    const mounted = (await shOk('cat /proc/self/mountinfo')).split('\n').filter((l) => l.includes(t.root));
+    assert.deepEqual(mounted, []);
+  } finally {
+    await t.cleanup();
+  }
 });

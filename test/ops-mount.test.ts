@@ -87,7 +87,7 @@ test('mount -t fuse.homefs and an fstab entry mount and unmount a home; quota, m
     await ok(run('sh', ['-c', `echo written through mount -t > ${join(mnt, 'note.txt')}`]), 'write');
     const metrics = await ok(homefs(['status', mnt, '--metrics']), 'status --metrics');
     assert.match(metrics, /^# TYPE homefs_seals_total counter$/m);
-    assert.match(metrics, /^homefs_uptime_seconds [0-9.]+$/m);
+    assert.match(metrics, /^process_start_time_seconds\{org="acme",home="agent1"\} [0-9]+$/m);
 
     const pid1 = daemonPid(join(work, 'state'));
     await ok(run('umount', [mnt]), 'umount');
@@ -140,7 +140,7 @@ test('homefs@.service passes systemd-analyze verify once installed; install/unin
     const text = readFileSync(unit, 'utf8');
     assert.match(text, new RegExp(`^ExecStart=${process.execPath} '${BIN.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}' mount \\$\\{HOMEFS_HOME\\} \\$\\{HOMEFS_MOUNTPOINT\\} --foreground `, 'm'));
     const repo = readFileSync(UNIT, 'utf8');
-    for (const line of ['Restart=on-failure', 'TimeoutStopSec=5min', 'KillSignal=SIGTERM', 'StandardOutput=journal', 'EnvironmentFile=-/etc/homefs/%i.env', 'Environment=HOMEFS_HOME=%I']) {
+    for (const line of ['Type=notify', 'NotifyAccess=main', 'Restart=on-failure', 'TimeoutStopSec=5min', 'KillSignal=SIGTERM', 'StandardOutput=journal', 'EnvironmentFile=-/etc/homefs/%i.env', 'Environment=HOMEFS_HOME=%I']) {
       assert.ok(repo.split('\n').includes(line), `unit has ${line}`);
     }
     const helper = readFileSync(join(root, 'sbin/mount.homefs'), 'utf8');

@@ -1,69 +1,58 @@
 /**
- * The observability pieces in isolation: the Prometheus text rendering of counters, gauges and
- * histograms (format checked line by line), the pretty log formatter and --log-level parsing, and the
+ * The observability pieces in isolation: a home's metrics registry in the Prometheus text format (series
+ * checked line by line), the metered store, the pretty log formatter and --log-level parsing, and the
  * progress bar that draws nothing when its stream is not a TTY.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { Registry } from '../src/metrics/registry.js';
 import { HomeMetrics } from '../src/metrics/homefs.js';
-import { MeteredStore } from '../src/metrics/store.js';
+import { MeteredStore } from '../src/store/metered.js';
 import { MemoryStore } from '../src/store/memory.js';
 import { createLogger, parseLevel, prettyLine } from '../src/util/log.js';
 import { progressBar, renderBar } from '../src/util/progress.js';
 
-test('metrics: Prometheus text exposition of counters, gauges and histograms', () => {
-  const r = new Registry();
-  const ops = r.counter('homefs_fuse_ops_total', 'FUSE operations served, by op');
-  ops.inc({ op: 'read' });
-  ops.inc({ op: 'read' }, 2);
-  ops.inc({ op: 'lookup' });
-  assert.equal(ops.get({ op: 'read' }), 3);
-  assert.equal(r.counter('homefs_fuse_ops_total', 'again'), ops, 'registering twice returns the same metric');
-  assert.throws(() => r.gauge('homefs_fuse_ops_total', 'x'), /already registered as a counter/);
-  assert.throws(() => ops.inc(undefined, -1), /cannot decrease/);
-  r.gauge('homefs_cache_bytes', 'bytes in the disk cache').set(1024);
-  const h = r.histogram('homefs_seal_seconds', 'seal duration', [0.1, 1]);
-  h.observe(0.05, { reason: 'fsync' });
-  h.observe(0.5, { reason: 'fsync' });
-  h.observe(3, { reason: 'fsync' });
-  r.counter('homefs_errors_total', 'errors').inc({ kind: 'a "quoted"\nvalue' });
-  assert.equal(
-    r.render(),
-    [
-      '# HELP homefs_fuse_ops_total FUSE operations served, by op',
-      '# TYPE homefs_fuse_ops_total counter',
-      'homefs_fuse_ops_total{op="read"} 3',
-      'homefs_fuse_ops_total{op="lookup"} 1',
-      '# HELP homefs_cache_bytes bytes in the disk cache',
-      '# TYPE homefs_cache_bytes gauge',
-      'homefs_cache_bytes 1024',
-      '# HELP homefs_seal_seconds seal duration',
-      '# TYPE homefs_seal_seconds histogram',
-      'homefs_seal_seconds_bucket{reason="fsync",le="0.1"} 1',
-      'homefs_seal_seconds_bucket{reason="fsync",le="1"} 2',
-      'homefs_seal_seconds_bucket{reason="fsync",le="+Inf"} 3',
-      'homefs_seal_seconds_sum{reason="fsync"} 3.55',
-      'homefs_seal_seconds_count{reason="fsync"} 3',
-      '# HELP homefs_errors_total errors',
-      '# TYPE homefs_errors_total counter',
-      'homefs_errors_total{kind="a \\"quoted\\"\\nvalue"} 1',
-      '',
-    ].join('\n'),
-  );
-  const m = new HomeMetrics();
-  m.cacheHits.inc({ tier: 'memory' });
+test('metrics: a registry per home, labelled with org and home, in the Prometheus text format', async () => {
+  const m = new HomeMetrics({ org: 'acme', home: 'a' });
+  m.ops.inc({ op: 'read' });
+  m.ops.inc({ op: 'read' }, 2);
+  m.ops.inc({ op: 'lookup' });
+  m.cacheBytes.set(1024);
+  m.sealSeconds.observe({ reason: 'fsync' }, 0.05);
+  m.sealSeconds.observe({ reason: 'fsync' }, 3);
+  m.errors.inc({ kind: 'a "quoted"\nvalue' });
   const stop = m.opSeconds.startTimer({ op: 'read' });
   assert.ok(stop() >= 0);
-  const text = m.render();
+  const text = await m.render();
   for (const name of ['homefs_fuse_ops_total', 'homefs_fuse_op_seconds', 'homefs_store_fetched_bytes_total', 'homefs_store_uploaded_bytes_total',
-    'homefs_cache_hits_total', 'homefs_cache_misses_total', 'homefs_cache_evictions_total', 'homefs_seals_total', 'homefs_seal_seconds', 'homefs_errors_total']) {
-    assert.match(text, new RegExp(`^# TYPE ${name} `, 'm'));
+    'homefs_store_request_seconds', 'homefs_store_retries_total', 'homefs_cache_hits_total', 'homefs_cache_misses_total',
+    'homefs_cache_evictions_total', 'homefs_cache_bytes', 'homefs_seals_total', 'homefs_seal_seconds', 'homefs_errors_total', 'homefs_dirty_bytes']) {
+    assert.match(text, new RegExp(`^# TYPE ${name} (counter|gauge|histogram)$`, 'm'));
   }
-  assert.match(text, /^homefs_cache_hits_total\{tier="memory"\} 1$/m);
-  assert.match(text, /^homefs_fuse_op_seconds_count\{op="read"\} 1$/m);
-  assert.match(text, /^homefs_resident_memory_bytes \d+$/m);
+  assert.match(text, /^homefs_fuse_ops_total\{op="read",org="acme",home="a"\} 3$/m);
+  assert.match(text, /^homefs_fuse_ops_total\{op="lookup",org="acme",home="a"\} 1$/m);
+  assert.match(text, /^homefs_cache_bytes\{org="acme",home="a"\} 1024$/m);
+  assert.match(text, /^homefs_seal_seconds_bucket\{le="0.05",org="acme",home="a",reason="fsync"\} 1$/m);
+  assert.match(text, /^homefs_seal_seconds_bucket\{le="\+Inf",org="acme",home="a",reason="fsync"\} 2$/m);
+  assert.match(text, /^homefs_seal_seconds_sum\{org="acme",home="a",reason="fsync"\} 3.05$/m);
+  assert.match(text, /^homefs_errors_total\{kind="a \\"quoted\\"\\nvalue",org="acme",home="a"\} 1$/m);
+  assert.match(text, /^homefs_fuse_op_seconds_count\{org="acme",home="a",op="read"\} 1$/m);
+  assert.doesNotMatch(text, /^process_/m, 'process metrics only when asked for');
+  const other = new HomeMetrics({ org: 'acme', home: 'b' });
+  assert.doesNotMatch(await other.render(), /op="read"/, 'two homes never share a registry');
+});
+
+test('metrics: homefs_dirty_bytes is read from the bound source at scrape time; process metrics on request', async () => {
+  const m = new HomeMetrics({ process: true });
+  let dirty = 4096;
+  m.bindDirtyBytes(() => dirty);
+  assert.match(await m.render(), /^homefs_dirty_bytes 4096$/m);
+  dirty = 0;
+  const text = await m.render();
+  assert.match(text, /^homefs_dirty_bytes 0$/m);
+  for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'process_open_fds', 'process_start_time_seconds', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) {
+    assert.match(text, new RegExp(`^${name} [0-9.e+-]+$`, 'm'));
+  }
 });
 
 test('log: JSON lines by default, the pretty format on request, --log-level validated', () => {
@@ -105,7 +94,7 @@ test('progress: a bar on a TTY, nothing when piped', () => {
 
 test('metrics: MeteredStore counts bytes fetched and uploaded by kind, latency by op, store errors', async () => {
   const m = new HomeMetrics();
-  const s = new MeteredStore(new MemoryStore(), m);
+  const s = new MeteredStore(new MemoryStore(), m.storeMeters());
   const h = 'ab'.repeat(32);
   await s.put(`acme/blocks/ab/${h}`, Buffer.alloc(100));
   await s.put(`acme/meta/ab/${h}`, Buffer.alloc(7));
@@ -113,12 +102,12 @@ test('metrics: MeteredStore counts bytes fetched and uploaded by kind, latency b
   assert.equal(await s.putIfAbsent('acme/homes/a/heads/0', Buffer.alloc(64)), false);
   assert.equal((await s.get(`acme/blocks/ab/${h}`)).length, 100);
   await assert.rejects(s.get('acme/blocks/cd/missing'));
-  assert.equal(m.bytesUploaded.get({ kind: 'block' }), 100);
-  assert.equal(m.bytesUploaded.get({ kind: 'meta' }), 7);
-  assert.equal(m.bytesUploaded.get({ kind: 'other' }), 64, 'a putIfAbsent that created nothing uploads nothing');
-  assert.equal(m.bytesFetched.get({ kind: 'block' }), 100);
-  assert.equal(m.errors.get({ kind: 'store' }), 0, 'a missing object is not an error');
-  const text = m.render();
+  const text = await m.render();
+  assert.match(text, /^homefs_store_uploaded_bytes_total\{kind="block"\} 100$/m);
+  assert.match(text, /^homefs_store_uploaded_bytes_total\{kind="meta"\} 7$/m);
+  assert.match(text, /^homefs_store_uploaded_bytes_total\{kind="other"\} 64$/m, 'a putIfAbsent that created nothing uploads nothing');
+  assert.match(text, /^homefs_store_fetched_bytes_total\{kind="block"\} 100$/m);
+  assert.doesNotMatch(text, /kind="store"/, 'a missing object is not an error');
   assert.match(text, /^homefs_store_request_seconds_count\{op="put"\} 2$/m);
   assert.match(text, /^homefs_store_request_seconds_count\{op="get"\} 2$/m);
 });

@@ -17,6 +17,9 @@ import { parseHomeRef } from '../util/names.js';
 import { parseBytes, parseDuration } from '../util/units.js';
 import { ExitCode } from '../util/exit-codes.js';
 import { makeDirsSync } from '../util/mkdirs.js';
+import { HomeMetrics } from '../metrics/homefs.js';
+import { parseListenAddr, type ListenAddr } from '../metrics/http.js';
+import { DaemonServices } from '../daemon/services.js';
 
 interface Options {
   store?: string;
@@ -33,6 +36,7 @@ interface Options {
   parkAfter?: string;
   leaseTtl?: string;
   logLevel: string;
+  metricsAddr?: string;
 }
 
 function isMountpoint(path: string): boolean {
@@ -98,13 +102,19 @@ function reportToParent(m: StartReport): Promise<void> {
   });
 }
 
-async function runDaemon(cfg: MountConfig, level: string): Promise<void> {
+async function runDaemon(cfg: MountConfig, level: string, metricsAddr: ListenAddr | undefined): Promise<void> {
   const log = createLogger({ level, base: { org: cfg.org, home: cfg.home }, stream: process.stdout });
   const { mount } = await import('../fuse/index.js');
   let home: MountedHome;
+  let services: DaemonServices | undefined;
   try {
-    home = await MountedHome.wake(cfg, log, mount as never);
+    const metrics = new HomeMetrics({ org: cfg.org, home: cfg.home, process: true });
+    const logPath = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir).log;
+    services = await DaemonServices.start({ metrics, log, logPath, metricsAddr, what: `${cfg.org}/${cfg.home} at ${cfg.mountpoint}` });
+    home = await MountedHome.wake(cfg, log, mount as never, services.hooks());
+    services.attach(home);
   } catch (e) {
+    services?.close();
     // wake gave back what it took (lease, journal, cache); the process must not linger either way.
     const exitCode = e instanceof UserError ? e.exitCode : ExitCode.internal;
     log.error({ err: errorMessage(e), ...(exitCode === ExitCode.internal ? { stack: (e as Error)?.stack } : {}) }, 'mount failed');
@@ -200,6 +210,7 @@ export function register(program: Command): void {
     .option('--park-after <duration>', 'idle time after which the home is parked', '10s')
     .option('--lease-ttl <duration>', 'lease lifetime without renewal', '30s')
     .option('--log-level <level>', 'daemon log level (trace, debug, info, warn, error)', 'info')
+    .option('--metrics-addr <[host:]port>', 'serve Prometheus /metrics and /healthz over HTTP (host default: 127.0.0.1)')
     .option('--foreground', 'run the daemon in this process')
     .action(async (ref: string, mnt: string, o: Options) => {
       if (storeDisabled()) {
@@ -209,7 +220,8 @@ export function register(program: Command): void {
       }
       const cfg = buildConfig(ref, mnt, o);
       checkMountpoint(cfg.mountpoint, cfg);
-      if (o.foreground) return runDaemon(cfg, o.logLevel);
+      const metricsAddr = o.metricsAddr !== undefined ? parseListenAddr('--metrics-addr', o.metricsAddr) : undefined;
+      if (o.foreground) return runDaemon(cfg, o.logLevel, metricsAddr);
       const argv = process.argv.slice(2).filter((a) => a !== '--foreground');
       await startBackground(cfg, argv);
       process.stdout.write(`mounted ${cfg.org}/${cfg.home} at ${cfg.mountpoint}\n`);

@@ -5,10 +5,7 @@
  * Fixed-size replies pass their fields through one shared Float64Array (`scratch`, layout = the SC_*
  * enum in native/src/hf.h) because typed-array writes from JS are far cheaper than N-API property reads.
  */
-import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
+import { loadNativeAddon } from '../util/addon.js';
 import type { Req } from './types.js';
 
 /** Opaque handle of one mounted session inside the addon. */
@@ -47,23 +44,12 @@ export const SC = {
 export const DIR_STRIDE = 3;
 export const DIRPLUS_STRIDE = 20;
 
-function findAddon(): string {
-  // dist/src/fuse/native.js and src/fuse/native.ts both sit three levels below the repo root.
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  for (const up of ['../..', '../../..']) {
-    const p = path.resolve(here, up, 'native/build/Release/homefs_fuse.node');
-    if (existsSync(p)) return p;
-  }
-  throw new Error('homefs FUSE addon not built (native/build/Release/homefs_fuse.node missing): run `npm install` (needs libfuse3-dev, python3, make, a C compiler)');
-}
-
 let addon: NativeAddon | undefined;
 export const scratch = new Float64Array(SC.total);
 
 export function loadAddon(): NativeAddon {
   if (!addon) {
-    const require = createRequire(import.meta.url);
-    addon = require(findAddon()) as NativeAddon;
+    addon = loadNativeAddon('homefs_fuse') as NativeAddon;
     addon.setScratch(scratch);
   }
   return addon;

@@ -9,7 +9,6 @@ import { createConnection, createServer, type Server } from 'node:net';
 import { join, resolve } from 'node:path';
 import { UserError } from '../util/errors.js';
 import { makeDirsSync } from '../util/mkdirs.js';
-import { defaultMetrics } from '../metrics/homefs.js';
 
 export type ControlRequest = { op: 'sync' } | { op: 'sleep' } | { op: 'status' } | { op: 'metrics' };
 export type ControlReply = { ok: true; [k: string]: unknown } | { ok: false; error: string };
@@ -41,11 +40,6 @@ export function serveControl(mountpoint: string, handle: (req: ControlRequest) =
         req = JSON.parse(buf.slice(0, nl)) as ControlRequest;
       } catch {
         conn.end(JSON.stringify({ ok: false, error: 'bad request' }) + '\n');
-        return;
-      }
-      // `metrics` is answered here from the process-wide registry (metrics/homefs.ts), not by the home.
-      if (req.op === 'metrics') {
-        conn.end(JSON.stringify({ ok: true, text: defaultMetrics.render() }) + '\n');
         return;
       }
       handle(req).then(

@@ -24,8 +24,8 @@ import { ObjectStore } from '../snapshot/objects.js';
 import { GcFence } from '../snapshot/gcfence.js';
 import { seal, type SealDeps, type SealResult } from '../seal/seal.js';
 import { openStore } from '../store/open.js';
-import { defaultMetrics } from '../metrics/homefs.js';
-import { MeteredStore } from '../metrics/store.js';
+import type { HomeMetrics } from '../metrics/homefs.js';
+import { MeteredStore } from '../store/metered.js';
 import { pruneHistory } from '../ops/history.js';
 import { defaults } from '../config.js';
 import type { Store } from '../store/store.js';
@@ -37,7 +37,7 @@ import { Lease } from './lease.js';
 import { homePaths, type HomePaths } from './paths.js';
 import { acquirePidLock } from './pidlock.js';
 import { Sealer } from './sealer.js';
-import { CacheMetricsMirror, Capacity, homeStatus } from './report.js';
+import { CacheMetricsMirror, Capacity, dirtyTotals, homeStatus } from './report.js';
 import { HashPool } from '../hash/pool.js';
 import { HotSet } from './hotset.js';
 import { makeDirsSync } from '../util/mkdirs.js';
@@ -64,6 +64,15 @@ export interface MountConfig {
 }
 
 type MountFn = (mountpoint: string, ops: ReturnType<FuseAdapter['ops']>, opts: Record<string, unknown>) => Session;
+
+/** What the daemon hands a home besides its config: where it reports, and whom it tells it is securing. */
+export interface HomeHooks {
+  metrics: HomeMetrics;
+  /** Called once when the final seal begins (sleep, SIGTERM, unmount): systemd's STOPPING=1. */
+  onSecuring?: () => void;
+  /** Where the metrics endpoint listens (--metrics-addr), for `homefs status`. */
+  metricsUrl?: string | undefined;
+}
 
 export class MountedHome {
   state: HomeState = 'waking';
@@ -109,10 +118,12 @@ export class MountedHome {
     private readonly view: HomeView,
     private readonly lease: Lease | undefined,
     private readonly unlock: () => void,
+    private readonly hooks: HomeHooks,
   ) {
     this.sealer = new Sealer((reason) => this.sealNow(reason));
     this.capacity = new Capacity(paths.stateDir, cfg.quotaBytes, () => content.usedBytes);
-    this.cacheMetrics = new CacheMetricsMirror(cache, defaultMetrics);
+    this.cacheMetrics = new CacheMetricsMirror(cache, hooks.metrics);
+    hooks.metrics.bindDirtyBytes(() => dirtyTotals(journal).bytes);
     this.lastSnapshot = journal.base().snapshot;
     this.gcFence = { gc: new GcFence(store, cfg.org), observed: null };
   }
@@ -122,13 +133,17 @@ export class MountedHome {
    * back before the error is rethrown (the lease released, the cache, journal, hash worker and store
    * closed, the pid lock dropped), so that the process can exit at once and a retry is not refused.
    */
-  static async wake(cfg: MountConfig, log: Logger, mountFn: MountFn): Promise<MountedHome> {
+  static async wake(cfg: MountConfig, log: Logger, mountFn: MountFn, hooks: HomeHooks): Promise<MountedHome> {
     const paths = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir);
     makeDirsSync(paths.stateDir, 0o700);
     const unlock = acquirePidLock(paths.pidFile, `${cfg.org}/${cfg.home}`);
     const undo: Array<() => Promise<void> | void> = [unlock];
     try {
-      const store = new MeteredStore(await openStore(cfg.storeUrl, { write: !cfg.readOnly, create: !cfg.readOnly }), defaultMetrics);
+      const onRetry = (op: string, attempt: number, delayMs: number, err: unknown): void => {
+        hooks.metrics.storeRetries.inc({ op });
+        log.warn({ op: 'store', request: op, attempt, delayMs, err: errorMessage(err) }, 'store request failed, retrying');
+      };
+      const store = new MeteredStore(await openStore(cfg.storeUrl, { write: !cfg.readOnly, create: !cfg.readOnly, onRetry }), hooks.metrics.storeMeters());
       undo.push(() => store.close());
       const objects = new ObjectStore(store, cfg.org);
       const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log });
@@ -183,7 +198,7 @@ export class MountedHome {
       view.onReclaim = (node) => void content.reclaim(node).catch((e: unknown) => log.warn({ op: 'reclaim', ino: node.ino, err: errorMessage(e) }, 'cannot remove the upper file of a deleted file'));
       const ra = choice.rootAttrs;
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
-      const h = new MountedHome(cfg, paths, log, store, objects, cache, hot, journal, upper, content, view, lease, unlock);
+      const h = new MountedHome(cfg, paths, log, store, objects, cache, hot, journal, upper, content, view, lease, unlock, hooks);
       undo.push(() => h.hashPool.close());
       undo.push(() => {
         h.control?.close();
@@ -220,10 +235,10 @@ export class MountedHome {
     const adapter = new FuseAdapter(this.view, this.content, this.upper, {
       activity: (op) => {
         this.touch();
-        defaultMetrics.ops.inc({ op });
+        this.hooks.metrics.ops.inc({ op });
       },
-      observe: (op, ms) => defaultMetrics.opSeconds.observe(ms / 1000, { op }),
-      failed: (kind) => defaultMetrics.errors.inc({ kind }),
+      observe: (op, ms) => this.hooks.metrics.opSeconds.observe({ op }, ms / 1000),
+      failed: (kind) => this.hooks.metrics.errors.inc({ kind }),
       fsync: (ino) => this.fsync(ino),
       statfs: () => this.capacity.statfs(),
       readOnly: this.cfg.readOnly,
@@ -291,8 +306,8 @@ export class MountedHome {
       }, reason);
       this.lastSealAt = Date.now();
       this.lastError = null;
-      defaultMetrics.seals.inc({ reason, result: r ? 'ok' : 'clean' });
-      defaultMetrics.sealSeconds.observe((Date.now() - started) / 1000, { reason });
+      this.hooks.metrics.seals.inc({ reason, result: r ? 'ok' : 'clean' });
+      this.hooks.metrics.sealSeconds.observe({ reason }, (Date.now() - started) / 1000);
       if (r) {
         this.seals++;
         if (Date.now() - this.lastPrune > defaults.pruneIntervalMs) {
@@ -308,8 +323,8 @@ export class MountedHome {
     } catch (e) {
       this.lastSealAt = Date.now();
       this.lastError = errorMessage(e);
-      defaultMetrics.seals.inc({ reason, result: e instanceof HeadConflictError ? 'conflict' : 'error' });
-      defaultMetrics.errors.inc({ kind: 'seal' });
+      this.hooks.metrics.seals.inc({ reason, result: e instanceof HeadConflictError ? 'conflict' : 'error' });
+      this.hooks.metrics.errors.inc({ kind: 'seal' });
       this.log.error({ op: 'seal', reason, err: this.lastError }, 'seal failed');
       throw e;
     }
@@ -335,6 +350,8 @@ export class MountedHome {
     switch (req.op) {
       case 'status':
         return { ok: true, ...this.status() };
+      case 'metrics':
+        return { ok: true, text: await this.hooks.metrics.render() };
       case 'sync': {
         const r = await this.sealer.request('sync');
         return { ok: true, snapshot: r?.snapshot ?? this.lastSnapshot, changed: r !== null };
@@ -353,7 +370,14 @@ export class MountedHome {
       state: this.state, cfg: this.cfg, journal: this.journal, cache: this.cache, storeUrl: this.store.url,
       lastSealAt: this.lastSealAt, lastSnapshot: this.lastSnapshot, lastError: this.lastError, seals: this.seals,
       bytesUploaded: this.bytesUploaded, hotset: { entries: this.hot.entries, touchedBytes: this.hot.touchedBytes, warm: this.hot.warm },
+      metricsUrl: this.hooks.metricsUrl,
     });
+  }
+
+  /** For /healthz: serving (active or parked, lease held), or why not. */
+  health(): { ok: boolean; state: HomeState; reason?: string } {
+    if (this.lease?.lost) return { ok: false, state: this.state, reason: 'lease taken over by another host' };
+    return { ok: this.state === 'active' || this.state === 'parked', state: this.state };
   }
 
   /** Final seal and unmount; resolves once the last snapshot is committed, then `finished`. Idempotent. */
@@ -368,6 +392,7 @@ export class MountedHome {
   private async doSleep(why: string): Promise<SealResult | null> {
     this.state = 'securing';
     this.log.info({ why }, 'securing');
+    this.hooks.onSecuring?.();
     if (this.timer) clearInterval(this.timer);
     let last: SealResult | null = null;
     const sealWithRetry = async (): Promise<void> => {

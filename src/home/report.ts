@@ -24,18 +24,25 @@ export interface StatusInput {
   bytesUploaded: number;
   /** The session's hot set: objects read so far, their bytes, and what the wake's warm-up did. */
   hotset: { entries: number; touchedBytes: number; warm: { bytesFetched: number } | null };
+  metricsUrl?: string | undefined;
+}
+
+/** The files with changes not yet sealed: how many, and their total size (status, homefs_dirty_bytes). */
+export function dirtyTotals(journal: Journal): { files: number; bytes: number } {
+  let bytes = 0;
+  let files = 0;
+  for (const [ino] of journal.changedInodes()) {
+    const n = journal.get(ino);
+    if (n && n.kind === 'file') {
+      files++;
+      bytes += n.size;
+    }
+  }
+  return { files, bytes };
 }
 
 export function homeStatus(h: StatusInput): Record<string, unknown> {
-  let dirtyBytes = 0;
-  let dirtyFiles = 0;
-  for (const [ino] of h.journal.changedInodes()) {
-    const n = h.journal.get(ino);
-    if (n && n.kind === 'file') {
-      dirtyFiles++;
-      dirtyBytes += n.size;
-    }
-  }
+  const { files: dirtyFiles, bytes: dirtyBytes } = dirtyTotals(h.journal);
   const c = h.cache.stats();
   const base = h.journal.base();
   return {
@@ -45,7 +52,8 @@ export function homeStatus(h: StatusInput): Record<string, unknown> {
     lastError: h.lastError, seals: h.seals, bytesUploaded: h.bytesUploaded,
     cacheBytes: c.bytes, cacheHits: c.hits, cacheMisses: c.misses, hitRatio: c.hits + c.misses > 0 ? c.hits / (c.hits + c.misses) : null,
     // Everything fetched from the store: the cache's GETs plus the hot-set record and wake pack.
-    bytesFetched: c.bytesFetched + (h.hotset.warm?.bytesFetched ?? 0), bytesTouched: h.hotset.touchedBytes, hotset: h.hotset, fsync: h.cfg.fsync, readOnly: h.cfg.readOnly,
+    bytesFetched: c.bytesFetched + (h.hotset.warm?.bytesFetched ?? 0), bytesTouched: h.hotset.touchedBytes, hotset: h.hotset,
+    fsync: h.cfg.fsync, readOnly: h.cfg.readOnly, metricsUrl: h.metricsUrl ?? null,
   };
 }
 
@@ -83,8 +91,8 @@ export class CacheMetricsMirror {
     const c = this.cache.stats();
     this.m.cacheHits.inc({ tier: 'memory' }, c.memoryHits - this.seen.memoryHits);
     this.m.cacheHits.inc({ tier: 'disk' }, c.diskHits - this.seen.diskHits);
-    this.m.cacheMisses.inc(undefined, c.misses - this.seen.misses);
-    this.m.cacheEvictions.inc(undefined, c.evictions - this.seen.evictions);
+    this.m.cacheMisses.inc(c.misses - this.seen.misses);
+    this.m.cacheEvictions.inc(c.evictions - this.seen.evictions);
     this.seen = { misses: c.misses, evictions: c.evictions, memoryHits: c.memoryHits, diskHits: c.diskHits };
     this.m.cacheBytes.set(c.bytes);
   }

@@ -1,36 +1,92 @@
 /**
- * The metrics of a homefs daemon, by name, on one Registry. The daemon creates one `HomeMetrics` and
- * hands it to the layers that do the work (FUSE adapter: ops; cache: hits/misses/evictions, bytes
- * fetched; sealer: seals, durations, bytes uploaded; everywhere: errors). `defaultMetrics` is the
- * instance the control socket's `metrics` op renders.
+ * The metrics of one mounted home, on a prom-client Registry of its own (never prom-client's global
+ * one), so that the daemon creates one `HomeMetrics` and passes it to the layers that do the work: FUSE
+ * adapter (ops, latency), block cache (hits, misses, evictions, bytes), store (bytes and request latency
+ * through `storeMeters()`, retries), sealer (seals, durations) and everyone (errors). Every series carries
+ * the `org` and `home` labels, so the files of several homes on one host can be scraped side by side.
+ * With `process: true` the registry also holds prom-client's default process and Node.js metrics (CPU,
+ * resident memory, open fds, event-loop lag, GC, heap), the names operators' dashboards expect.
  */
-import { Registry, type Counter, type Gauge, type Histogram } from './registry.js';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { StoreMeters } from '../store/metered.js';
+
+/** Latency buckets in seconds: 50 µs (a cached FUSE op) to 60 s (a large seal). */
+export const LATENCY_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+export interface HomeMetricsOptions {
+  org?: string;
+  home?: string;
+  /** Add prom-client's default process and Node.js metrics (the daemon does; unit tests need not). */
+  process?: boolean;
+}
 
 export class HomeMetrics {
   readonly registry = new Registry();
   /** FUSE operations by `op` (lookup, read, write, ...). */
-  readonly ops: Counter = this.registry.counter('homefs_fuse_ops_total', 'FUSE operations served, by op');
-  readonly opSeconds: Histogram = this.registry.histogram('homefs_fuse_op_seconds', 'FUSE operation latency in seconds, by op');
-  readonly bytesFetched: Counter = this.registry.counter('homefs_store_fetched_bytes_total', 'bytes fetched from the store (blocks and trees)');
-  readonly bytesUploaded: Counter = this.registry.counter('homefs_store_uploaded_bytes_total', 'bytes uploaded to the store');
-  readonly cacheHits: Counter = this.registry.counter('homefs_cache_hits_total', 'block cache hits, by tier (memory, disk)');
-  readonly cacheMisses: Counter = this.registry.counter('homefs_cache_misses_total', 'block cache misses (store fetches)');
-  readonly cacheEvictions: Counter = this.registry.counter('homefs_cache_evictions_total', 'blocks evicted from the disk cache');
-  readonly cacheBytes: Gauge = this.registry.gauge('homefs_cache_bytes', 'bytes in the disk cache');
-  readonly seals: Counter = this.registry.counter('homefs_seals_total', 'seals by reason (fsync, idle, sync, sleep) and result (ok, conflict, error)');
-  readonly sealSeconds: Histogram = this.registry.histogram('homefs_seal_seconds', 'seal duration in seconds, by reason');
-  readonly errors: Counter = this.registry.counter('homefs_errors_total', 'errors by kind (store, corrupt, fuse, seal)');
-  readonly dirtyBytes: Gauge = this.registry.gauge('homefs_dirty_bytes', 'bytes written and not yet sealed');
+  readonly ops: Counter<'op'>;
+  readonly opSeconds: Histogram<'op'>;
+  readonly bytesFetched: Counter<'kind'>;
+  readonly bytesUploaded: Counter<'kind'>;
+  readonly storeSeconds: Histogram<'op'>;
+  readonly storeRetries: Counter<'op'>;
+  readonly cacheHits: Counter<'tier'>;
+  readonly cacheMisses: Counter;
+  readonly cacheEvictions: Counter;
+  readonly cacheBytes: Gauge;
+  readonly seals: Counter<'reason' | 'result'>;
+  readonly sealSeconds: Histogram<'reason'>;
+  readonly errors: Counter<'kind'>;
+  readonly dirtyBytes: Gauge;
+  private dirtySource: (() => number) | undefined;
 
-  constructor() {
-    const start = Date.now();
-    this.registry.gauge('homefs_uptime_seconds', 'seconds since the daemon started', () => (Date.now() - start) / 1000);
-    this.registry.gauge('homefs_resident_memory_bytes', 'resident set size of the daemon', () => process.memoryUsage.rss());
+  constructor(opts: HomeMetricsOptions = {}) {
+    const registers = [this.registry];
+    if (opts.org !== undefined && opts.home !== undefined) this.registry.setDefaultLabels({ org: opts.org, home: opts.home });
+    this.ops = new Counter({ name: 'homefs_fuse_ops_total', help: 'FUSE operations served, by op', labelNames: ['op'], registers });
+    this.opSeconds = new Histogram({ name: 'homefs_fuse_op_seconds', help: 'FUSE operation latency in seconds, by op', labelNames: ['op'], buckets: LATENCY_BUCKETS, registers });
+    this.bytesFetched = new Counter({ name: 'homefs_store_fetched_bytes_total', help: 'bytes fetched from the store, by kind (block, meta, other)', labelNames: ['kind'], registers });
+    this.bytesUploaded = new Counter({ name: 'homefs_store_uploaded_bytes_total', help: 'bytes uploaded to the store, by kind (block, meta, other)', labelNames: ['kind'], registers });
+    this.storeSeconds = new Histogram({ name: 'homefs_store_request_seconds', help: 'store request latency in seconds (retries included), by op', labelNames: ['op'], buckets: LATENCY_BUCKETS, registers });
+    this.storeRetries = new Counter({ name: 'homefs_store_retries_total', help: 'store requests retried after a transient failure, by op', labelNames: ['op'], registers });
+    this.cacheHits = new Counter({ name: 'homefs_cache_hits_total', help: 'block cache hits, by tier (memory, disk)', labelNames: ['tier'], registers });
+    this.cacheMisses = new Counter({ name: 'homefs_cache_misses_total', help: 'block cache misses (store fetches)', registers });
+    this.cacheEvictions = new Counter({ name: 'homefs_cache_evictions_total', help: 'blocks evicted from the disk cache', registers });
+    this.cacheBytes = new Gauge({ name: 'homefs_cache_bytes', help: 'bytes in the disk cache', registers });
+    this.seals = new Counter({ name: 'homefs_seals_total', help: 'seals by reason (fsync, idle, sync, sleep) and result (ok, clean, conflict, error)', labelNames: ['reason', 'result'], registers });
+    this.sealSeconds = new Histogram({ name: 'homefs_seal_seconds', help: 'seal duration in seconds, by reason', labelNames: ['reason'], buckets: LATENCY_BUCKETS, registers });
+    this.errors = new Counter({ name: 'homefs_errors_total', help: 'errors by kind (store, corrupt, fuse, seal)', labelNames: ['kind'], registers });
+    const dirty = (): number | undefined => this.dirtySource?.();
+    this.dirtyBytes = new Gauge({
+      name: 'homefs_dirty_bytes', help: 'size of the files with changes not yet sealed', registers,
+      collect() {
+        const v = dirty();
+        if (v !== undefined) this.set(v);
+      },
+    });
+    if (opts.process) collectDefaultMetrics({ register: this.registry });
   }
 
-  render(): string {
-    return this.registry.render();
+  /** Where `homefs_dirty_bytes` is read from, at scrape time (the home binds its journal once mounted). */
+  bindDirtyBytes(source: () => number): void {
+    this.dirtySource = source;
+  }
+
+  /** The meters MeteredStore (store/metered.ts) reports to. */
+  storeMeters(): StoreMeters {
+    return {
+      startRequest: (op) => this.storeSeconds.startTimer({ op }),
+      fetched: (kind, bytes) => this.bytesFetched.inc({ kind }, bytes),
+      uploaded: (kind, bytes) => this.bytesUploaded.inc({ kind }, bytes),
+      failed: () => this.errors.inc({ kind: 'store' }),
+    };
+  }
+
+  /** The whole registry in the Prometheus text format (version 0.0.4). */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
   }
 }
-
-export const defaultMetrics = new HomeMetrics();

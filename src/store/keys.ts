@@ -117,3 +117,9 @@ export function gcEpochKey(org: string, epoch: number): string {
 export function gcDoneKey(org: string, epoch: number): string {
   return `${gcEpochKey(org, epoch)}.done`;
 }
+
+/** What a key holds, for metering: `block` (file data), `meta` (trees, snapshots) or `other` (heads, lease). */
+export function keyKind(key: string): 'block' | 'meta' | 'other' {
+  const part = key.split('/')[1];
+  return part === 'blocks' ? 'block' : part === 'meta' ? 'meta' : 'other';
+}

@@ -8,11 +8,14 @@ import { fileURLToPath } from 'node:url';
 import { UsageError, errorMessage } from '../util/errors.js';
 import { FileStore } from './file.js';
 import { MemoryStore } from './memory.js';
+import type { RetryOptions } from './retry.js';
 import type { Store } from './store.js';
 
 export interface OpenOptions {
   /** The caller will advance HEADs: check that the store enforces create-if-absent. */
   write?: boolean;
+  /** Called before each retry of a remote store's request (the daemon logs and counts them). */
+  onRetry?: RetryOptions['onRetry'];
   /** A missing file store directory may be created (push, a read-write mount); otherwise it is an error. */
   create?: boolean;
 }
@@ -30,7 +33,7 @@ function filePath(url: string, parsed: URL): string {
 }
 
 type S3Module = { createS3Store(url: URL): Store };
-type RetryModule = { RetryingStore: new (inner: Store) => Store };
+type RetryModule = { RetryingStore: new (inner: Store, opts?: Partial<RetryOptions>) => Store };
 type ProbeModule = { assertCreateIfAbsent(store: Store): Promise<void> };
 
 export async function openStore(url: string, opts: OpenOptions = {}): Promise<Store> {
@@ -50,7 +53,7 @@ export async function openStore(url: string, opts: OpenOptions = {}): Promise<St
     case 's3:': {
       const s3 = (await import('./s3.js' as string)) as S3Module;
       const retry = (await import('./retry.js' as string)) as RetryModule;
-      const store = new retry.RetryingStore(s3.createS3Store(parsed));
+      const store = new retry.RetryingStore(s3.createS3Store(parsed), opts.onRetry ? { onRetry: opts.onRetry } : {});
       if (opts.write) {
         const probe = (await import('./probe.js' as string)) as ProbeModule;
         await probe.assertCreateIfAbsent(store);

@@ -1,7 +1,9 @@
 /**
  * Test harness for homefs mounts: a temporary store, cache and state directory, `homefs mount` run as a
  * separate daemon process, and shell commands run in child processes against the mountpoint. Every mount
- * is torn down in `cleanup()` (sleep, then fusermount3 -u / umount -l / connection abort).
+ * is torn down in `cleanup()` (sleep, then fusermount3 -u / umount -l / connection abort), and so is every
+ * scratch tmpfs made with `tmpfs()`: only after the daemons that may hold files on it have exited, with a
+ * lazy unmount as the last resort, so a failing test never leaves one mounted.
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -55,6 +57,7 @@ export class TestHome {
   readonly root: string;
   readonly storeUrl: string;
   readonly mounts = new Set<string>();
+  private readonly tmpfses: string[] = [];
 
   constructor(readonly org = 'acme', readonly home = 'agent', storeUrl?: string) {
     this.root = mkdtempSync(path.join(tmpdir(), 'homefs-test-'));
@@ -103,12 +106,34 @@ export class TestHome {
     this.mounts.delete(mnt);
   }
 
+  /** Mounts a tmpfs of `size` (e.g. '8m') at root/name; cleanup() unmounts it. */
+  tmpfs(name: string, size: string): string {
+    const dir = path.join(this.root, name);
+    mkdirSync(dir, { recursive: true });
+    const r = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`mount -t tmpfs ${dir} failed: ${r.stderr}`);
+    this.tmpfses.push(dir);
+    return dir;
+  }
+
   async cleanup(): Promise<void> {
+    const daemons: number[] = [];
     for (const mnt of this.mounts) {
-      if (isMounted(mnt)) await homefs(['sleep', mnt], { timeoutMs: 60_000 });
+      if (isMounted(mnt)) {
+        const st = await homefs(['status', mnt, '--json']);
+        if (st.code === 0) daemons.push(Number((JSON.parse(st.stdout) as { pid: unknown }).pid));
+        await homefs(['sleep', mnt], { timeoutMs: 60_000 });
+      }
       forceUnmount(mnt);
     }
     this.mounts.clear();
+    // `sleep` answers just before its daemon exits; the daemon's log and journal may sit on a tmpfs.
+    for (const pid of daemons) {
+      for (let i = 0; i < 250 && isAlive(pid); i++) await new Promise((r) => setTimeout(r, 20));
+    }
+    for (const dir of this.tmpfses.splice(0)) {
+      if (spawnSync('umount', [dir], { timeout: 5000 }).status !== 0) spawnSync('umount', ['-l', dir], { timeout: 5000 });
+    }
     spawnSync('rm', ['-rf', this.root]);
   }
 }

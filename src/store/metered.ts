@@ -1,36 +1,36 @@
 /**
- * A Store wrapper that meters the traffic of the Store it wraps into a HomeMetrics: bytes fetched (get)
- * and uploaded (put, putIfAbsent), request latency by op, and failed requests as errors{kind="store"}
- * (a missing object is an answer, not an error). The daemon wraps its store once:
- * `new MeteredStore(store, defaultMetrics)`.
+ * `MeteredStore`: wraps any Store and reports its traffic to a `StoreMeters`: bytes fetched (get) and
+ * uploaded (put, a putIfAbsent that created the object) by key kind, the latency of every request by op,
+ * and failed requests (a missing object is an answer, not a failure). The daemon wraps its store once,
+ * outside the retrying store, so a request's latency includes its retries:
+ * `new MeteredStore(store, metrics.storeMeters())` (metrics/homefs.ts).
  */
-import type { ObjectInfo, Store } from '../store/store.js';
 import { NotFoundError } from '../util/errors.js';
-import type { HomeMetrics } from './homefs.js';
-import type { Histogram } from './registry.js';
+import { keyKind } from './keys.js';
+import type { ObjectInfo, Store } from './store.js';
 
-function kindOf(key: string): string {
-  const part = key.split('/')[1];
-  return part === 'blocks' ? 'block' : part === 'meta' ? 'meta' : 'other';
+export interface StoreMeters {
+  /** Starts timing one request of `op`; calling the result ends it. */
+  startRequest(op: string): () => void;
+  fetched(kind: string, bytes: number): void;
+  uploaded(kind: string, bytes: number): void;
+  /** A request failed (for any reason but a missing object). */
+  failed(op: string): void;
 }
 
 export class MeteredStore implements Store {
-  private readonly seconds: Histogram;
-
-  constructor(readonly inner: Store, private readonly m: HomeMetrics) {
-    this.seconds = m.registry.histogram('homefs_store_request_seconds', 'store request latency in seconds, by op');
-  }
+  constructor(readonly inner: Store, private readonly m: StoreMeters) {}
 
   get url(): string {
     return this.inner.url;
   }
 
   private async timed<T>(op: string, fn: () => Promise<T>): Promise<T> {
-    const stop = this.seconds.startTimer({ op });
+    const stop = this.m.startRequest(op);
     try {
       return await fn();
     } catch (e) {
-      if (!(e instanceof NotFoundError)) this.m.errors.inc({ kind: 'store' });
+      if (!(e instanceof NotFoundError)) this.m.failed(op);
       throw e;
     } finally {
       stop();
@@ -43,24 +43,24 @@ export class MeteredStore implements Store {
 
   async get(key: string): Promise<Buffer> {
     const data = await this.timed('get', () => this.inner.get(key));
-    this.m.bytesFetched.inc({ kind: kindOf(key) }, data.length);
+    this.m.fetched(keyKind(key), data.length);
     return data;
   }
 
   async getRange(key: string, offset: number, length: number): Promise<Buffer> {
     const data = await this.timed('getRange', () => this.inner.getRange(key, offset, length));
-    this.m.bytesFetched.inc({ kind: kindOf(key) }, data.length);
+    this.m.fetched(keyKind(key), data.length);
     return data;
   }
 
   async put(key: string, data: Buffer): Promise<void> {
     await this.timed('put', () => this.inner.put(key, data));
-    this.m.bytesUploaded.inc({ kind: kindOf(key) }, data.length);
+    this.m.uploaded(keyKind(key), data.length);
   }
 
   async putIfAbsent(key: string, data: Buffer): Promise<boolean> {
     const created = await this.timed('putIfAbsent', () => this.inner.putIfAbsent(key, data));
-    if (created) this.m.bytesUploaded.inc({ kind: kindOf(key) }, data.length);
+    if (created) this.m.uploaded(keyKind(key), data.length);
     return created;
   }
 
