@@ -210,13 +210,19 @@ export class HotSet {
 
   /** Hands entries to the cache's prefetch queue in their order (one call per run of one kind). */
   private prefetchInOrder(entries: readonly HotEntry[], r: WarmReport): void {
-    let i = 0;
-    while (i < entries.length) {
-      const kind = entries[i]?.kind ?? 'block';
-      const run: string[] = [];
-      for (; i < entries.length && entries[i]?.kind === kind; i++) run.push((entries[i] as HotEntry).hash);
+    let run: string[] = [];
+    let kind: HotKind = 'block';
+    const flush = (): void => {
+      if (run.length === 0) return;
       this.cache.prefetch(kind, run);
       r.prefetched += run.length;
+      run = [];
+    };
+    for (const e of entries) {
+      if (e.kind !== kind) flush();
+      kind = e.kind;
+      run.push(e.hash);
     }
+    flush();
   }
 }
