@@ -39,6 +39,7 @@ import { acquirePidLock } from './pidlock.js';
 import { Sealer } from './sealer.js';
 import { CacheMetricsMirror, Capacity, dirtyTotals, homeStatus } from './report.js';
 import { HashPool } from '../hash/pool.js';
+import { HotSet } from './hotset.js';
 import { makeDirsSync } from '../util/mkdirs.js';
 
 export type HomeState = 'waking' | 'active' | 'parked' | 'securing' | 'asleep';
@@ -110,6 +111,7 @@ export class MountedHome {
     private readonly store: Store,
     private readonly objects: ObjectStore,
     private readonly cache: BlockCache,
+    private readonly hot: HotSet,
     private readonly journal: Journal,
     private readonly upper: UpperFiles,
     private readonly content: Content,
@@ -147,9 +149,18 @@ export class MountedHome {
       const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log });
       await cache.init();
       undo.push(() => cache.close());
+      const hot = new HotSet(store, cfg.org, cfg.home, cache, log, cfg.cacheBytes / 2);
       const blocks = {
-        read: (h: string, off: number, len: number) => cache.read(h, off, len),
-        get: (h: string) => cache.get('block', h),
+        read: async (h: string, off: number, len: number) => {
+          const data = await cache.read(h, off, len);
+          hot.record('block', h, undefined);
+          return data;
+        },
+        get: async (h: string) => {
+          const data = await cache.get('block', h);
+          hot.record('block', h, data.length);
+          return data;
+        },
         prefetch: (hs: string[]) => cache.prefetch('block', hs),
         size: (h: string) => cache.size('block', h),
       };
@@ -177,19 +188,24 @@ export class MountedHome {
       const content = new Content(journal, upper, blocks, contentOpts);
       content.usedBytes = Content.seedUsedBytes(journal);
       const view = new HomeView(journal, {
-        getTree: async (h) => decodeTree(await cache.get('meta', h), h),
+        getTree: async (h) => {
+          const data = await cache.get('meta', h);
+          hot.record('meta', h, data.length);
+          return decodeTree(data, h);
+        },
         prefetchTrees: (hs) => cache.prefetch('meta', hs),
       });
       view.onReclaim = (node) => void content.reclaim(node).catch((e: unknown) => log.warn({ op: 'reclaim', ino: node.ino, err: errorMessage(e) }, 'cannot remove the upper file of a deleted file'));
       const ra = choice.rootAttrs;
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
-      const h = new MountedHome(cfg, paths, log, store, objects, cache, journal, upper, content, view, lease, unlock, hooks);
+      const h = new MountedHome(cfg, paths, log, store, objects, cache, hot, journal, upper, content, view, lease, unlock, hooks);
       undo.push(() => h.hashPool.close());
       undo.push(() => {
         h.control?.close();
         h.session?.unmount(); // mounted, but what follows the mount failed
       });
       h.mount(mountFn);
+      void hot.warmUp();
       return h;
     } catch (e) {
       for (const step of undo.reverse()) await Promise.resolve().then(step).catch((u: unknown) => log.warn({ err: errorMessage(u) }, 'cleanup after a failed mount'));
@@ -300,6 +316,7 @@ export class MountedHome {
         }
         this.bytesUploaded += r.bytesUploaded;
         this.lastSnapshot = r.snapshot;
+        if (reason !== 'sleep' && this.hot.due()) this.saveHotSet(false).catch(() => undefined);
         this.log.info({ op: 'seal', reason, snapshot: r.snapshot, gen: r.gen, files: r.filesHashed, bytes: r.bytesUploaded, ms: Date.now() - started }, 'sealed');
       }
       return r;
@@ -310,6 +327,16 @@ export class MountedHome {
       this.hooks.metrics.errors.inc({ kind: 'seal' });
       this.log.error({ op: 'seal', reason, err: this.lastError }, 'seal failed');
       throw e;
+    }
+  }
+
+  /** Stores the session's hot set (never while another host holds the lease); a failure is only logged. */
+  private async saveHotSet(withPack: boolean): Promise<void> {
+    if (this.cfg.readOnly || this.lease?.lost) return;
+    try {
+      await this.hot.save(this.lastSnapshot, withPack);
+    } catch (e) {
+      this.log.warn({ op: 'hotset.save', err: errorMessage(e) }, 'cannot store the hot set; the next wake will be colder');
     }
   }
 
@@ -342,7 +369,8 @@ export class MountedHome {
     return homeStatus({
       state: this.state, cfg: this.cfg, journal: this.journal, cache: this.cache, storeUrl: this.store.url,
       lastSealAt: this.lastSealAt, lastSnapshot: this.lastSnapshot, lastError: this.lastError, seals: this.seals,
-      bytesUploaded: this.bytesUploaded, metricsUrl: this.hooks.metricsUrl,
+      bytesUploaded: this.bytesUploaded, hotset: { entries: this.hot.entries, touchedBytes: this.hot.touchedBytes, warm: this.hot.warm },
+      metricsUrl: this.hooks.metricsUrl,
     });
   }
 
@@ -393,6 +421,7 @@ export class MountedHome {
     }
     this.control?.close();
     await this.sealer.idle();
+    if (!failure) await this.saveHotSet(defaults.hotset.pack);
     if (!failure) await this.lease?.release();
     else this.lease?.stop();
     await this.cache.close().catch(() => undefined);
