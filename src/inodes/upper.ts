@@ -1,9 +1,14 @@
 /**
  * The home's local upper area: one sparse file per inode (`upper/<ino>`) holding the bytes written
  * locally and not yet (or already) sealed. File descriptors are kept open while in use and closed
- * beyond a small pool, so the FUSE read/write path costs one positional syscall on the threadpool.
+ * beyond a small pool.
+ *
+ * Opening, writing and truncating are synchronous calls on the main thread: they only touch the page
+ * cache, and a trip through the threadpool (two thread wake-ups and an event-loop turn) cost more than
+ * the call itself on every small write (profile in docs/benchmarks.md, "Where the time goes"). Reads
+ * and fdatasync, which may wait for the disk, stay on the threadpool.
  */
-import { close, fdatasync, ftruncate, mkdirSync, open, read, write, constants, unlink } from 'node:fs';
+import { close, closeSync, fdatasync, ftruncateSync, mkdirSync, openSync, read, writeSync, constants, unlink } from 'node:fs';
 import { join } from 'node:path';
 
 const MAX_IDLE_FDS = 256;
@@ -13,7 +18,7 @@ function p<T>(fn: (cb: (err: NodeJS.ErrnoException | null, v: T) => void) => voi
 }
 
 export class UpperFiles {
-  private readonly fds = new Map<number, Promise<number>>();
+  private readonly fds = new Map<number, number>();
   private readonly users = new Map<number, number>();
 
   constructor(readonly dir: string) {
@@ -24,15 +29,20 @@ export class UpperFiles {
     return join(this.dir, String(ino));
   }
 
-  private fd(ino: number): Promise<number> {
+  private fd(ino: number, flags = 0): number {
     let f = this.fds.get(ino);
-    if (!f) {
-      f = p<number>((cb) => open(this.path(ino), constants.O_RDWR | constants.O_CREAT, 0o600, cb));
+    if (f === undefined) {
+      f = openSync(this.path(ino), constants.O_RDWR | constants.O_CREAT | flags, 0o600);
       this.fds.set(ino, f);
-      f.catch(() => this.fds.delete(ino));
       this.trim();
     }
     return f;
+  }
+
+  /** Makes the upper file empty: one open with O_TRUNC when it is not open yet, else an ftruncate. */
+  async reset(ino: number): Promise<void> {
+    if (this.fds.has(ino)) return this.truncate(ino, 0);
+    this.fd(ino, constants.O_TRUNC);
   }
 
   /** Keeps the inode's fd open while a FUSE handle holds it. */
@@ -53,18 +63,23 @@ export class UpperFiles {
       if (this.fds.size <= MAX_IDLE_FDS / 2) break;
       if (this.users.has(ino)) continue;
       this.fds.delete(ino);
-      void f.then((fd) => close(fd, () => undefined), () => undefined);
+      close(f, () => undefined);
     }
   }
 
   async read(ino: number, offset: number, length: number): Promise<Buffer> {
-    const fd = await this.fd(ino);
+    const fd = this.fd(ino);
     const buf = Buffer.allocUnsafe(length);
     let got = 0;
-    while (got < length) {
-      const n = await p<number>((cb) => read(fd, buf, got, length - got, offset + got, cb));
-      if (n === 0) break;
-      got += n;
+    this.hold(ino); // the pool must not close this fd under a read on the threadpool
+    try {
+      while (got < length) {
+        const n = await p<number>((cb) => read(fd, buf, got, length - got, offset + got, cb));
+        if (n === 0) break;
+        got += n;
+      }
+    } finally {
+      this.unhold(ino);
     }
     // Bytes past the end of the upper file are a hole of the logical file (sparse extension): zeros.
     if (got < length) buf.fill(0, got);
@@ -72,36 +87,32 @@ export class UpperFiles {
   }
 
   async write(ino: number, offset: number, data: Uint8Array): Promise<void> {
-    const fd = await this.fd(ino);
+    const fd = this.fd(ino);
     let done = 0;
-    while (done < data.length) {
-      done += await p<number>((cb) => write(fd, data, done, data.length - done, offset + done, cb));
-    }
+    while (done < data.length) done += writeSync(fd, data, done, data.length - done, offset + done);
   }
 
   async truncate(ino: number, size: number): Promise<void> {
-    const fd = await this.fd(ino);
-    await p<void>((cb) => ftruncate(fd, size, (e) => cb(e, undefined)));
+    ftruncateSync(this.fd(ino), size);
   }
 
   async sync(ino: number): Promise<void> {
-    const f = this.fds.get(ino);
-    if (!f) return;
-    const fd = await f;
+    const fd = this.fds.get(ino);
+    if (fd === undefined) return;
     await p<void>((cb) => fdatasync(fd, (e) => cb(e, undefined)));
   }
 
   async remove(ino: number): Promise<void> {
-    const f = this.fds.get(ino);
+    const fd = this.fds.get(ino);
     this.fds.delete(ino);
     this.users.delete(ino);
-    if (f) await f.then((fd) => p<void>((cb) => close(fd, (e) => cb(e, undefined))), () => undefined);
+    if (fd !== undefined) closeSync(fd);
     await p<void>((cb) => unlink(this.path(ino), (e) => cb(e && e.code !== 'ENOENT' ? e : null, undefined)));
   }
 
   async closeAll(): Promise<void> {
     const all = [...this.fds.values()];
     this.fds.clear();
-    await Promise.all(all.map((f) => f.then((fd) => p<void>((cb) => close(fd, (e) => cb(e, undefined))), () => undefined)));
+    for (const fd of all) closeSync(fd);
   }
 }
