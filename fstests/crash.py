@@ -261,17 +261,20 @@ with open(log, 'a', buffering=1) as out:
             fd = os.open(os.path.join(mnt, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             os.write(fd, data)
             os.close(fd)
+            os.mkdir(os.path.join(mnt, name + '.d'))
         except OSError:
             break
-        out.write(name + '\\n')  # close() returned: every request of this file was answered
+        out.write(name + '\\n')  # mkdir() returned: every request for this file was answered
 '''
 
 
 @check('crash.kill9_in_batched_commit.loses_only_unreplied', needs=('homefs',), timeout=240)
 def _(t):
-    """Four processes create files concurrently (so journal batches hold several requests); the daemon
-    kills itself with SIGKILL inside a batched commit (HOMEFS_TEST_KILL_IN_COMMIT). Every file whose
-    close() returned before the kill is complete after a remount on the same state dir."""
+    """Four processes each create, write and close a file, then make a directory next to it, over and over
+    (so journal batches hold several requests); the daemon lingers 300 ms inside a batched commit, then
+    kills itself with SIGKILL (HOMEFS_TEST_KILL_IN_COMMIT). Every file whose directory was made before the
+    kill is complete, and the directory exists, after a remount on the same state dir: no reply went out
+    before its batch committed (the batch that died held the last, replied-to mkdirs otherwise)."""
     env = t.env
     home = 'fstests/crash-batch'
     cache, state, mnt = env.fresh_dirs('crash-batch')
@@ -310,6 +313,7 @@ def _(t):
         want = random.Random(n).randbytes(100 + int(n.rsplit('f', 1)[1]) % 3000)
         if read(os.path.join(mnt, n)) != want:
             raise AssertionError(f'{n}: content differs after the kill and remount')
+        true(os.path.isdir(os.path.join(mnt, n + '.d')), f'{n}.d: directory made before the kill is missing')
     env.sleep(mnt)
     p = env.verify(home)
     eq(p.returncode, 0, f'homefs verify {home} after recovery: {p.stderr.decode().strip()[-300:]}')

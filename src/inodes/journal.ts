@@ -32,7 +32,7 @@ export interface BaseState {
 type Key = number | string | Array<number | string>;
 
 export interface JournalOptions {
-  /** Test fault injection: SIGKILL this process inside its n-th commit of ≥ 8 queued writes, before it ends. */
+  /** Test fault injection: SIGKILL this process inside its n-th commit of ≥ 12 queued writes (several requests), after 300 ms,, before it ends. */
   killInCommit?: number;
 }
 
@@ -139,7 +139,9 @@ export class Journal {
     try {
       this.env.transactionSync(() => {
         for (const w of batch) void (w.value === undefined ? w.db.remove(w.key) : w.db.put(w.key, w.value));
-        if (this.opts.killInCommit !== undefined && batch.length >= 8 && ++this.commits >= this.opts.killInCommit) {
+        if (this.opts.killInCommit !== undefined && batch.length >= 12 && ++this.commits >= this.opts.killInCommit) {
+          // Linger first, so that a reply sent too early would reach its caller before the kill.
+          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
           process.kill(process.pid, 'SIGKILL');
         }
       });
