@@ -307,6 +307,7 @@ export class Content {
    * transaction as each size change, so a remount after kill -9 counts unsealed bytes too.
    */
   private account(delta: number): void {
+    if (delta === 0) return;
     this.usedBytes += delta;
     this.journal.setMeta(USED_BYTES, this.usedBytes);
   }

@@ -3,12 +3,12 @@
  * locally and not yet (or already) sealed. File descriptors are kept open while in use and closed
  * beyond a small pool.
  *
- * Opening, writing and truncating are synchronous calls on the main thread: they only touch the page
+ * Opening, writing, truncating and removing are synchronous calls on the main thread: they only touch the page
  * cache, and a trip through the threadpool (two thread wake-ups and an event-loop turn) cost more than
  * the call itself on every small write (profile in docs/benchmarks.md, "Where the time goes"). Reads
  * and fdatasync, which may wait for the disk, stay on the threadpool.
  */
-import { close, closeSync, fdatasync, ftruncateSync, mkdirSync, openSync, read, writeSync, constants, unlink } from 'node:fs';
+import { close, closeSync, fdatasync, ftruncateSync, mkdirSync, openSync, read, writeSync, constants, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 
 const MAX_IDLE_FDS = 256;
@@ -107,7 +107,11 @@ export class UpperFiles {
     this.fds.delete(ino);
     this.users.delete(ino);
     if (fd !== undefined) closeSync(fd);
-    await p<void>((cb) => unlink(this.path(ino), (e) => cb(e && e.code !== 'ENOENT' ? e : null, undefined)));
+    try {
+      unlinkSync(this.path(ino));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    }
   }
 
   async closeAll(): Promise<void> {
