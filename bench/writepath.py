@@ -155,6 +155,8 @@ def main():
     ap.add_argument('--work', default='/var/tmp/wp-bench')
     a = ap.parse_args()
     rows = a.only.split(',') if a.only else ROWS
+    if ('stat' in rows or 'delete' in rows) and 'create' not in rows:
+        rows = ['create'] + rows  # stat and delete work on the files create made
     builds = [h.split('=', 1) for h in a.homefs] or [['homefs', ROOT]]
     os.makedirs(a.work, exist_ok=True)
     tarball, rand = os.path.join(a.work, 'usr-include.tar'), '/dev/shm/wp-bench-random'
@@ -181,7 +183,7 @@ def main():
             loads.append(os.getloadavg()[0])
     finally:
         for s in systems:
-            if s.name != 'native':
+            if s.name != 'native' and hasattr(s, 'dir'):
                 unmount(s.dir)
     names = [s.name for s in systems]
     print(f'\n{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, {a.rounds} rounds (median), '

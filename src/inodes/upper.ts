@@ -3,15 +3,18 @@
  * locally and not yet (or already) sealed. File descriptors are kept open while in use and closed
  * beyond a small pool.
  *
- * Opening, writing, truncating and removing are synchronous calls on the main thread: they only touch the page
- * cache, and a trip through the threadpool (two thread wake-ups and an event-loop turn) cost more than
- * the call itself on every small write (profile in docs/benchmarks.md, "Where the time goes"). Reads
- * and fdatasync, which may wait for the disk, stay on the threadpool.
+ * Small writes and truncates of an open file are synchronous calls on the main thread: they only touch
+ * the page cache, and a trip through the threadpool (two thread wake-ups and an event-loop turn) cost
+ * more than the call itself (profile in docs/benchmarks.md, "Where the time goes: the write path").
+ * Opening (creating), reads, large writes, close, unlink and fdatasync, which change directories, may
+ * wait for the disk or be throttled, stay on the threadpool.
  */
-import { close, closeSync, fdatasync, ftruncateSync, mkdirSync, openSync, read, writeSync, constants, unlinkSync } from 'node:fs';
+import { close, closeSync, fdatasync, fstatSync, ftruncateSync, mkdirSync, open, read, write, writeSync, constants, unlink } from 'node:fs';
 import { join } from 'node:path';
 
 const MAX_IDLE_FDS = 256;
+/** Writes up to this size go straight to the page cache from the main thread; larger ones use the threadpool. */
+const SYNC_WRITE_MAX = 64 * 1024;
 
 function p<T>(fn: (cb: (err: NodeJS.ErrnoException | null, v: T) => void) => void): Promise<T> {
   return new Promise((resolve, reject) => fn((err, v) => (err ? reject(err) : resolve(v))));
@@ -20,6 +23,7 @@ function p<T>(fn: (cb: (err: NodeJS.ErrnoException | null, v: T) => void) => voi
 export class UpperFiles {
   private readonly fds = new Map<number, number>();
   private readonly users = new Map<number, number>();
+  private readonly opening = new Map<number, Promise<number>>();
 
   constructor(readonly dir: string) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -29,20 +33,33 @@ export class UpperFiles {
     return join(this.dir, String(ino));
   }
 
-  private fd(ino: number, flags = 0): number {
-    let f = this.fds.get(ino);
-    if (f === undefined) {
-      f = openSync(this.path(ino), constants.O_RDWR | constants.O_CREAT | flags, 0o600);
-      this.fds.set(ino, f);
-      this.trim();
+  /** The inode's fd: at once when it is open, else opened (created if need be) on the threadpool. */
+  private fd(ino: number): number | Promise<number> {
+    const f = this.fds.get(ino);
+    if (f !== undefined) return f;
+    let o = this.opening.get(ino);
+    if (!o) {
+      o = p<number>((cb) => open(this.path(ino), constants.O_RDWR | constants.O_CREAT, 0o600, cb)).then((fd) => {
+        this.opening.delete(ino);
+        this.fds.set(ino, fd);
+        this.trim();
+        return fd;
+      }, (e: unknown) => {
+        this.opening.delete(ino);
+        throw e;
+      });
+      this.opening.set(ino, o);
     }
-    return f;
+    return o;
   }
 
-  /** Makes the upper file empty: one open with O_TRUNC when it is not open yet, else an ftruncate. */
+  /**
+   * Makes the upper file empty. A new inode's file is created empty and left alone: truncating it (or
+   * O_TRUNC) would make ext4 flush it on close (auto_da_alloc), stalling whoever closes it.
+   */
   async reset(ino: number): Promise<void> {
-    if (this.fds.has(ino)) return this.truncate(ino, 0);
-    this.fd(ino, constants.O_TRUNC);
+    const fd = await this.fd(ino);
+    if (fstatSync(fd).size > 0) ftruncateSync(fd, 0);
   }
 
   /** Keeps the inode's fd open while a FUSE handle holds it. */
@@ -68,7 +85,7 @@ export class UpperFiles {
   }
 
   async read(ino: number, offset: number, length: number): Promise<Buffer> {
-    const fd = this.fd(ino);
+    const fd = await this.fd(ino);
     const buf = Buffer.allocUnsafe(length);
     let got = 0;
     this.hold(ino); // the pool must not close this fd under a read on the threadpool
@@ -87,13 +104,23 @@ export class UpperFiles {
   }
 
   async write(ino: number, offset: number, data: Uint8Array): Promise<void> {
-    const fd = this.fd(ino);
+    const fd = await this.fd(ino);
     let done = 0;
-    while (done < data.length) done += writeSync(fd, data, done, data.length - done, offset + done);
+    if (data.length <= SYNC_WRITE_MAX) {
+      while (done < data.length) done += writeSync(fd, data, done, data.length - done, offset + done);
+      return;
+    }
+    // A large write may be throttled by the kernel's dirty-page limits: never on the main thread.
+    this.hold(ino);
+    try {
+      while (done < data.length) done += await p<number>((cb) => write(fd, data, done, data.length - done, offset + done, cb));
+    } finally {
+      this.unhold(ino);
+    }
   }
 
   async truncate(ino: number, size: number): Promise<void> {
-    ftruncateSync(this.fd(ino), size);
+    ftruncateSync(await this.fd(ino), size);
   }
 
   async sync(ino: number): Promise<void> {
@@ -103,15 +130,13 @@ export class UpperFiles {
   }
 
   async remove(ino: number): Promise<void> {
+    await this.opening.get(ino)?.catch(() => undefined);
     const fd = this.fds.get(ino);
     this.fds.delete(ino);
     this.users.delete(ino);
-    if (fd !== undefined) closeSync(fd);
-    try {
-      unlinkSync(this.path(ino));
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-    }
+    if (fd !== undefined) await p<void>((cb) => close(fd, (e) => cb(e, undefined)));
+    // On the threadpool: unlinking a file whose pages are being written back waits for that I/O.
+    await p<void>((cb) => unlink(this.path(ino), (e) => cb(e && e.code !== 'ENOENT' ? e : null, undefined)));
   }
 
   async closeAll(): Promise<void> {
