@@ -32,7 +32,7 @@ export interface BaseState {
 type Key = number | string | Array<number | string>;
 
 export interface JournalOptions {
-  /** Test fault injection: SIGKILL this process inside its n-th commit of ≥ 12 queued writes (several requests), after 300 ms,, before it ends. */
+  /** Test fault injection: in its n-th commit of ≥ 12 queued writes (several requests), wait 300 ms, then SIGKILL this process before the commit ends. */
   killInCommit?: number;
 }
 
