@@ -33,6 +33,15 @@ export function excludePatterns(env: NodeJS.ProcessEnv = process.env): string[] 
   return v.split(/[,\n]/).map((s) => s.trim()).filter((s) => s.length > 0);
 }
 
+/**
+ * Test fault injection, for the crash tests only: HOMEFS_TEST_KILL_IN_COMMIT=n makes the daemon SIGKILL
+ * itself inside its n-th journal commit that holds several changes (before that commit ends).
+ */
+export function journalTestOptions(env: NodeJS.ProcessEnv = process.env): { killInCommit?: number } {
+  const n = Number(env.HOMEFS_TEST_KILL_IN_COMMIT);
+  return Number.isInteger(n) && n > 0 ? { killInCommit: n } : {};
+}
+
 /** Largest file a home holds (1 TiB): a bigger write or truncate answers EFBIG, as ext4 does past 16 TiB. */
 export const MAX_FILE_BYTES = 2 ** 40;
 
