@@ -8,12 +8,15 @@
  *
  * Walks from the root only into changed directories, so the cost is proportional to what changed, not to
  * the size of the home. Only dirty files are read, and of large files only their dirty 4 MiB blocks;
- * blocks the store already has are not uploaded. Objects are written bottom-up (blocks → trees → snapshot
- * → HEAD, the last two by commitSnapshot). Each file is captured under its content lock, so at one
- * instant; anything changed while the seal runs stays in the change set for the next one.
+ * blocks the store already has are not uploaded. Every tree is computed locally (a tree's hash needs only
+ * its entries), so blocks, trees and the snapshot go up in parallel as soon as each is known, and HEAD is
+ * written last, once all have landed (commitSnapshot): two round trips at any depth, not one per level.
+ * Each file is captured under its content lock, so at one instant, and recorded as sealed only once its
+ * blocks have landed; anything changed while the seal runs stays in the change set for the next one.
  */
 import { hashBuffer } from '../hash/blake3.js';
 import type { Content } from '../inodes/content.js';
+import type { SealBlock } from '../inodes/filestate.js';
 import type { Journal } from '../inodes/journal.js';
 import { ROOT_INO, type Inode } from '../inodes/types.js';
 import { treeEntry } from '../model/entry.js';
@@ -22,7 +25,7 @@ import { commitSnapshot } from '../snapshot/commit.js';
 import type { Excludes } from '../snapshot/excludes.js';
 import { reverifyReused, type EpochState, type GcFence } from '../snapshot/gcfence.js';
 import { ReuseLog, SMALL_OBJECT, type ObjectStore } from '../snapshot/objects.js';
-import { mapLimit } from '../util/concurrency.js';
+import { mapLimit, Semaphore } from '../util/concurrency.js';
 
 export interface SealDeps {
   journal: Journal;
@@ -41,6 +44,9 @@ export interface SealDeps {
 
 /** A previous seal's last look at the gc epoch serves as the next seal's first look for this long. */
 const FENCE_REUSE_MS = 30_000;
+
+/** Tree writes in flight at once (small objects; blocks are bounded by `parallelism`, their bytes wait in memory). */
+const META_WRITES = 64;
 
 /** Where a block this seal deduplicated against (did not upload) came from, to upload it again if a gc took it. */
 interface ReusedBlock {
@@ -78,15 +84,19 @@ export async function seal(deps: SealDeps, reason: string): Promise<SealResult |
   const since = last && last.done && deps.fence.gc.opts.monotonic() - last.atMs < FENCE_REUSE_MS ? last : await deps.fence.gc.observe();
   const d: SealDeps = { ...deps, objects: deps.objects.tracking(new ReuseLog()) };
   const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 }, reused: new Map() };
-  const memo: Memo = new Map();
-  const root = await sealDir(d, ROOT_INO, '', tally, memo);
+  const w = new Writes(Math.max(2, d.parallelism * 2));
+  const root = await sealDir(d, ROOT_INO, '', tally, { memo: new Map(), w });
   const r = d.journal.get(ROOT_INO);
   const prevStats = d.journal.getMeta<SnapshotStats>('stats');
   const reverify = reverifyReused(d.objects, (gone) => reupload(d, gone, tally.reused));
+  // Every tree is known: its blocks, trees and the snapshot go up together, HEAD after all have landed.
+  const landed = w.all().then(() => {
+    for (const [ino, hash] of w.trees) d.journal.setSealedTree(ino, hash);
+  });
   const { snapshot, gen, observed } = await commitSnapshot(d.objects, d.home, base.gen, {
     root, parent: base.snapshot, host: d.host, stats: { ...mergeStats(prevStats, tally.stats), bytes: d.content.usedBytes }, reason,
     ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}),
-  }, { fence: { gc: d.fence.gc, since, reverify } });
+  }, { fence: { gc: d.fence.gc, since, reverify }, pending: landed });
   deps.fence.observed = observed;
   d.journal.sealCommitted({ snapshot, gen }, floor);
   return { snapshot, gen, filesHashed: tally.filesHashed, bytesHashed: tally.bytesHashed, blocksNew: tally.blocksNew, bytesUploaded: tally.bytesUploaded, durationMs: Date.now() - started };
@@ -97,9 +107,49 @@ function mergeStats(prev: SnapshotStats | undefined, seen: SnapshotStats): Snaps
   return prev ? { files: Math.max(prev.files, seen.files), dirs: Math.max(prev.dirs, seen.dirs), bytes: Math.max(prev.bytes, seen.bytes) } : seen;
 }
 
-type Memo = Map<number, Promise<{ blocks: string[]; size: number }>>;
+/**
+ * The store writes of one seal, started as soon as each object is known and awaited together before HEAD.
+ * At most `limit` run at once (block bytes stay in memory until their write lands).
+ */
+class Writes {
+  private readonly blockSlots: Semaphore;
+  private readonly metaSlots = new Semaphore(META_WRITES);
+  private readonly inflight: Array<Promise<unknown>> = [];
+  /** Directories whose new tree is being written: recorded in the journal once everything has landed. */
+  readonly trees: Array<[number, string]> = [];
 
-async function sealDir(d: SealDeps, ino: number, path: string, t: Tally, memo: Memo): Promise<string> {
+  constructor(blockLimit: number) {
+    this.blockSlots = new Semaphore(blockLimit);
+  }
+
+  /** Waits for a free slot, then starts `write`; returns (wrapped, so as not to wait for it) its promise. */
+  async start(kind: 'block' | 'meta', write: () => Promise<unknown>): Promise<{ landed: Promise<unknown> }> {
+    const release = await (kind === 'block' ? this.blockSlots : this.metaSlots).acquire();
+    const p = write().finally(release);
+    p.catch(() => undefined); // observed by all()
+    this.inflight.push(p);
+    return { landed: p };
+  }
+
+  /** Tracks a promise that the seal must see settle (a file's capture with its uploads) before HEAD. */
+  track(p: Promise<unknown>): void {
+    p.catch(() => undefined); // observed by all()
+    this.inflight.push(p);
+  }
+
+  /** Every write started or tracked so far (including those started while waiting); rejects with the first failure. */
+  async all(): Promise<void> {
+    for (let i = 0; i < this.inflight.length; i++) await this.inflight[i];
+  }
+}
+
+interface Walk {
+  /** A hard-linked file's inode is captured once: its block list, known when its bytes are hashed. */
+  memo: Map<number, Promise<{ blocks: string[]; size: number }>>;
+  w: Writes;
+}
+
+async function sealDir(d: SealDeps, ino: number, path: string, t: Tally, walk: Walk): Promise<string> {
   const dir = d.journal.get(ino);
   if (!dir) throw new Error(`seal: directory inode ${ino} vanished`);
   if (dir.tree && (!dir.loaded || d.journal.changedSeq(ino) === undefined)) return dir.tree;
@@ -114,22 +164,24 @@ async function sealDir(d: SealDeps, ino: number, path: string, t: Tally, memo: M
   }
   const entries = await mapLimit(kids, d.parallelism, async ([name, child]) => {
     const childPath = path ? `${path}/${name}` : name;
-    return entryFor(d, name, child, childPath, t, memo);
+    return entryFor(d, name, child, childPath, t, walk);
   });
   entries.sort((a, b) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name)));
-  const hash = await d.objects.putTree({ entries });
-  d.journal.setSealedTree(ino, hash);
-  return hash;
+  // The tree's hash is computed here; its write goes up with everything else, not one level per round trip.
+  const staged = d.objects.stageTree({ entries });
+  await walk.w.start('meta', staged.write);
+  walk.w.trees.push([ino, staged.hash]);
+  return staged.hash;
 }
 
-async function entryFor(d: SealDeps, name: string, node: Inode, path: string, t: Tally, memo: Memo): Promise<TreeEntry> {
-  if (node.kind === 'dir') return treeEntry(name, node, { tree: await sealDir(d, node.ino, path, t, memo), nlink: node.nlink });
+async function entryFor(d: SealDeps, name: string, node: Inode, path: string, t: Tally, walk: Walk): Promise<TreeEntry> {
+  if (node.kind === 'dir') return treeEntry(name, node, { tree: await sealDir(d, node.ino, path, t, walk), nlink: node.nlink });
   if (node.kind !== 'file') return treeEntry(name, node, linkOf(node));
   t.stats.files++;
-  let p = memo.get(node.ino);
+  let p = walk.memo.get(node.ino);
   if (!p) {
-    p = sealFile(d, node.ino, t);
-    memo.set(node.ino, p);
+    p = sealFile(d, node.ino, t, walk.w);
+    walk.memo.set(node.ino, p);
   }
   const { blocks, size } = await p;
   // The capture may have waited for writes queued before it: take the times they left.
@@ -143,27 +195,46 @@ function linkOf(node: Inode): { link?: number; nlink?: number } {
   return node.nlink > 1 && node.linkId !== undefined ? { link: node.linkId, nlink: node.nlink } : {};
 }
 
-/** New block list of a file: its changed blocks hashed (and uploaded if new) from its upper file. */
-async function sealFile(d: SealDeps, ino: number, t: Tally): Promise<{ blocks: string[]; size: number }> {
-  const r = await d.content.sealFile(ino, async (block, bytes) => {
+/**
+ * New block list of a file: its changed blocks hashed from its upper file, their uploads started (if new).
+ * Resolves as soon as the block list is known; the file is recorded as sealed once its uploads have landed,
+ * which the seal waits for (through `w`) before HEAD.
+ */
+function sealFile(d: SealDeps, ino: number, t: Tally, w: Writes): Promise<{ blocks: string[]; size: number }> {
+  const uploads: Array<Promise<unknown>> = [];
+  const store = async (block: SealBlock, bytes: Buffer): Promise<string> => {
     let data = bytes;
     let hash: string;
     if (d.hash) ({ hash, data } = await d.hash(data));
     else hash = hashBuffer(data);
     t.bytesHashed += block.length;
-    // Small blocks are written again rather than asked about (one round trip instead of two).
-    const upload = data.length <= SMALL_OBJECT || (await d.objects.missingBlocks([hash])).size > 0;
-    if (upload) {
-      await d.objects.putBlock(hash, data);
-      t.blocksNew++;
-      t.bytesUploaded += block.length;
-    } else {
-      t.reused.set(hash, { ino, offset: block.offset, length: block.length });
-    }
+    const { landed } = await w.start('block', async () => {
+      // Small blocks are written again rather than asked about (one round trip instead of two).
+      const upload = data.length <= SMALL_OBJECT || (await d.objects.missingBlocks([hash])).size > 0;
+      if (upload) {
+        await d.objects.putBlock(hash, data);
+        t.blocksNew++;
+        t.bytesUploaded += block.length;
+      } else {
+        t.reused.set(hash, { ino, offset: block.offset, length: block.length });
+      }
+    });
+    uploads.push(landed);
     return hash;
+  };
+  return new Promise((resolve, reject) => {
+    const done = d.content.sealFile(ino, store, {
+      captured: resolve,
+      landed: async () => {
+        await Promise.all(uploads);
+      },
+    });
+    w.track(done);
+    done.then((r) => {
+      if (r.captured) t.filesHashed++;
+      resolve(r);
+    }, reject);
   });
-  if (r.captured) t.filesHashed++;
-  return { blocks: r.blocks, size: r.size };
 }
 
 /**
