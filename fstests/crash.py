@@ -247,3 +247,57 @@ def _(t):
 
 def _bin():
     return BIN
+
+
+def _atomic_replace(t, step, variant):
+    """The atomic-replace pattern (write tmp, fsync it, rename over, fsync the directory), killed -9
+    (tmp is named conf.new: `*.tmp` is in the default excludes, kept out of snapshots by design)
+    after `step` of its 4 steps. The target always holds the old or the new bytes, whole; once the
+    directory fsync returned, the new bytes on any host; once tmp's fsync returned, tmp (or the target,
+    when the rename landed) on any host."""
+    s = Scenario(t, f'replace{step}-{variant}')
+    old, new = _pattern('old', 70000), _pattern('new', 90000)
+    os.makedirs(s.p('a', 'b', 'c', 'd', 'e'))
+    target, tmp = s.p('a', 'b', 'c', 'd', 'e', 'conf'), s.p('a', 'b', 'c', 'd', 'e', 'conf.new')
+    _write_fsync(target, old)
+    dfd = os.open(os.path.dirname(target), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, new)
+            if step >= 1:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        if step >= 2:
+            os.rename(tmp, target)
+        if step >= 3:
+            os.fsync(dfd)
+    finally:
+        os.close(dfd)
+    s.kill()
+    mnt = s.remount_same() if variant == 'same' else s.remount_fresh()
+    rel = os.path.join('a', 'b', 'c', 'd', 'e')
+    got = read(os.path.join(mnt, rel, 'conf'))
+    true(got in (old, new), f'step {step}: target holds {len(got)} bytes that are neither the old nor the new file')
+    tmp_now = os.path.join(mnt, rel, 'conf.new')
+    if variant == 'same' and step >= 2:
+        eq(got, new, f'step {step}: the rename was lost on the same state dir')
+    if step >= 3:
+        eq(got, new, 'the directory fsync returned but a fresh host sees the old file')
+        true(not os.path.exists(tmp_now), 'tmp still exists after the fsync of its directory')
+    elif step >= 1 and got != new:
+        seen = {n: os.path.getsize(os.path.join(mnt, rel, n)) for n in os.listdir(os.path.join(mnt, rel))}
+        true(os.path.exists(tmp_now) and read(tmp_now) == new, f'step {step}: the fsync of tmp returned but its bytes are lost (directory holds {seen})')
+    s.finish(mnt)
+
+
+for _step in range(4):
+    for _variant in ('same', 'fresh'):
+        def _make_replace(step, variant):
+            @check(f'crash.atomic_replace_kill9_after_step{step}.{"same_state" if variant == "same" else "fresh_host"}',
+                   needs=('homefs',), timeout=180)
+            def _(t):
+                _atomic_replace(t, step, variant)
+        _make_replace(_step, _variant)
