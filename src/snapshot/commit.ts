@@ -55,13 +55,13 @@ export interface Committed {
  */
 export async function commitSnapshot(objects: ObjectStore, home: string, fromGen: number | null, s: NewSnapshot, opts: CommitOptions = {}): Promise<Committed> {
   const f = opts.fence;
-  // One round trip for everything but HEAD: the snapshot, the pending objects and the fence's look.
+  // One round trip for everything but HEAD: the snapshot, the pending objects and the fence's look (C3).
   const [snapshot, first] = await Promise.all([
     objects.putSnapshot({
       root: s.root, parent: s.parent, home: `${objects.org}/${home}`, time: new Date().toISOString(), host: s.host ?? hostname(),
       stats: s.stats, reason: s.reason, ...(s.rootAttrs ? { rootAttrs: s.rootAttrs } : {}),
     }),
-    f ? f.gc.observe() : Promise.resolve(undefined),
+    f ? f.gc.recheck(f.since) : Promise.resolve(undefined),
     opts.pending,
   ]);
   const write = (): Promise<number> => advanceHead(objects.store, objects.org, home, fromGen, snapshot);

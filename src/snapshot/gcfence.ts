@@ -111,6 +111,19 @@ export class GcFence {
     return { epoch, done, startedMs: rec?.startedMs ?? 0, waitMs: rec?.waitMs ?? 0, atMs };
   }
 
+  /**
+   * A new look, as `observe` would answer it, with one existence check instead of a LIST when `since` saw
+   * no gc running: epochs are created one after another (`beginEpoch` creates n+1 only after seeing n), so
+   * while epoch `since.epoch + 1` does not exist, the newest epoch is still `since.epoch`, and done stays
+   * done. When it exists, this is `observe`.
+   */
+  async recheck(since: EpochState): Promise<EpochState> {
+    if (!since.done) return this.observe();
+    const next = gcEpochKey(this.org, since.epoch === null ? 0 : since.epoch + 1);
+    if ((await this.store.has([next])).has(next)) return this.observe();
+    return { ...since, atMs: this.opts.monotonic() };
+  }
+
   private async record(epoch: number): Promise<EpochRecord | null> {
     if (!this.records.has(epoch)) {
       // A missing or unreadable record counts as unknown (never stale, no wait to rely on); store errors propagate.
