@@ -235,12 +235,12 @@ export class Content {
    * hashes while the uploads run); the file is recorded as sealed only after `landed` resolves (every upload
    * `store` started for it is in the store), still under the lock. If `landed` throws, the file stays dirty.
    * A file with nothing to seal returns its sealed blocks without reading anything; `captured` in the result
-   * tells which happened.
+   * tells which happened. With `record: false` (a log segment) the file is left as it is.
    */
   sealFile(
     ino: number,
     store: (block: SealBlock, data: Buffer) => Promise<string>,
-    hooks: { captured?: (r: SealedBlocks) => void; landed?: () => Promise<void> } = {},
+    hooks: { captured?: (r: SealedBlocks) => void; landed?: () => Promise<void>; record?: boolean } = {},
   ): Promise<SealedBlocks & { captured: boolean }> {
     return this.serialize(ino, async () => {
       const node = this.journal.get(ino);
@@ -253,7 +253,8 @@ export class Content {
       }
       hooks.captured?.({ blocks, size: node.size });
       await hooks.landed?.();
-      this.journal.update(ino, { content: sealedState(c, blocks, node.size) });
+      // A log segment (record: false) leaves the file dirty: the next seal captures it again.
+      if (hooks.record !== false) this.journal.update(ino, { content: sealedState(c, blocks, node.size) });
       return { blocks, size: node.size, captured: true };
     });
   }

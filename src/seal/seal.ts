@@ -24,8 +24,12 @@ import type { SnapshotStats, TreeEntry } from '../model/tree.js';
 import { commitSnapshot } from '../snapshot/commit.js';
 import type { Excludes } from '../snapshot/excludes.js';
 import { reverifyReused, type EpochState, type GcFence } from '../snapshot/gcfence.js';
-import { ReuseLog, SMALL_OBJECT, type ObjectStore } from '../snapshot/objects.js';
+import { ObjectStore, ReuseLog, SMALL_OBJECT } from '../snapshot/objects.js';
+import { createEntry, encodeSegment, type LogObject } from '../snapshot/homelog.js';
+import { logKey } from '../store/keys.js';
+import type { ObjectInfo, Store } from '../store/store.js';
 import { mapLimit, Semaphore } from '../util/concurrency.js';
+import { NotFoundError, UserError } from '../util/errors.js';
 
 export interface SealDeps {
   journal: Journal;
@@ -85,7 +89,7 @@ export async function seal(deps: SealDeps, reason: string): Promise<SealResult |
   const d: SealDeps = { ...deps, objects: deps.objects.tracking(new ReuseLog()) };
   const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 }, reused: new Map() };
   const w = new Writes(Math.max(2, d.parallelism * 2));
-  const root = await sealDir(d, ROOT_INO, '', tally, { memo: new Map(), w });
+  const root = await sealDir(d, ROOT_INO, '', tally, { memo: new Map(), w, record: true });
   const r = d.journal.get(ROOT_INO);
   const prevStats = d.journal.getMeta<SnapshotStats>('stats');
   const reverify = reverifyReused(d.objects, (gone) => reupload(d, gone, tally.reused));
@@ -95,12 +99,99 @@ export async function seal(deps: SealDeps, reason: string): Promise<SealResult |
   });
   const { snapshot, gen, observed } = await commitSnapshot(d.objects, d.home, base.gen, {
     root, parent: base.snapshot, host: d.host, stats: { ...mergeStats(prevStats, tally.stats), bytes: d.content.usedBytes }, reason,
-    ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}),
+    ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}), features: [...HOME_FEATURES],
   }, { fence: { gc: d.fence.gc, since, reverify }, pending: landed });
   deps.fence.observed = observed;
   d.journal.sealCommitted({ snapshot, gen }, floor);
   return { snapshot, gen, filesHashed: tally.filesHashed, bytesHashed: tally.bytesHashed, blocksNew: tally.blocksNew, bytesUploaded: tally.bytesUploaded, durationMs: Date.now() - started };
 }
+
+/** Where a log segment goes: HEAD generation, sequence number, and the state directory writing it. */
+export interface LogTarget {
+  gen: number;
+  seq: number;
+  writer: string;
+}
+
+export interface LogResult {
+  snapshot: string;
+  gen: number;
+  seq: number;
+  /** Size of the segment written. */
+  bytes: number;
+  durationMs: number;
+}
+
+/** The log entry this holder was to create exists with other bytes: another host claimed the log (takeover). */
+export class LogFencedError extends UserError {
+  constructor(home: string) {
+    super(`another host took ${home} over: this mount's fsync is not in the store and this mount seals nothing more; its changes stay in its state directory`);
+    this.name = 'LogFencedError';
+  }
+}
+
+/** A Store that keeps what is written in memory: the objects of one log segment. */
+class Collected implements Store {
+  readonly url = 'memory:segment';
+  readonly objects = new Map<string, LogObject>();
+  async has(): Promise<Set<string>> {
+    return new Set();
+  }
+  async get(key: string): Promise<Buffer> {
+    throw new NotFoundError(key);
+  }
+  async put(key: string, data: Buffer): Promise<void> {
+    const parts = key.split('/');
+    const kind = parts[1] === 'blocks' ? 'block' : 'meta';
+    this.objects.set(key, { kind, hash: parts[3] ?? '', data });
+  }
+  async putIfAbsent(): Promise<boolean> {
+    throw new Error('a log segment writes no HEAD');
+  }
+  async *list(): AsyncIterable<ObjectInfo> {
+    // nothing to list
+  }
+  async delete(): Promise<void> {
+    throw new Error('a log segment deletes nothing');
+  }
+  async close(): Promise<void> {
+    // nothing to release
+  }
+}
+
+/**
+ * An fsync's commit to the home's log (snapshot/homelog.ts): the same walk as a seal, but every object the
+ * pending snapshot needs beyond HEAD's goes inline into one create-only segment, so it costs one round trip.
+ * Nothing is recorded in the journal (the next seal captures everything again, and absorbs the log); nothing
+ * is deduplicated against the store, so the segment relies only on HEAD's snapshot, which gc keeps.
+ * Returns null when nothing changed since the last seal. Throws LogFencedError if another host claimed the log.
+ */
+export async function sealToLog(deps: SealDeps, target: LogTarget, reason: string): Promise<LogResult | null> {
+  const started = Date.now();
+  const base = deps.journal.base();
+  if (deps.journal.changedCount === 0) return null;
+  if (base.snapshot === null || base.gen !== target.gen) throw new Error(`log: the journal is based on generation ${String(base.gen)}, not ${target.gen}`);
+  const collected = new Collected();
+  const d: SealDeps = { ...deps, objects: new ObjectStore(collected, deps.objects.org) };
+  const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 }, reused: new Map() };
+  const w = new Writes(Math.max(2, d.parallelism * 2));
+  const root = await sealDir(d, ROOT_INO, '', tally, { memo: new Map(), w, record: false });
+  await w.all();
+  const r = d.journal.get(ROOT_INO);
+  const prevStats = d.journal.getMeta<SnapshotStats>('stats');
+  const time = new Date().toISOString();
+  const home = `${deps.objects.org}/${d.home}`;
+  const snapshot = await d.objects.putSnapshot({
+    root, parent: base.snapshot, home, time, host: d.host, stats: { ...mergeStats(prevStats, tally.stats), bytes: d.content.usedBytes }, reason,
+    ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}), features: [...HOME_FEATURES],
+  });
+  const seg = encodeSegment({ home, gen: target.gen, seq: target.seq, writer: target.writer, snapshot, time, objects: [...collected.objects.values()] });
+  if (!(await createEntry(deps.objects.store, logKey(deps.objects.org, d.home, target.gen, target.seq), seg))) throw new LogFencedError(home);
+  return { snapshot, gen: target.gen, seq: target.seq, bytes: seg.length, durationMs: Date.now() - started };
+}
+
+/** What every snapshot of a mounted home requires of its readers: they must know its log. */
+const HOME_FEATURES = ['log'] as const;
 
 /** File and directory counts are approximate for partially loaded homes (bytes come from the exact count the content layer keeps). */
 function mergeStats(prev: SnapshotStats | undefined, seen: SnapshotStats): SnapshotStats {
@@ -147,6 +238,8 @@ interface Walk {
   /** A hard-linked file's inode is captured once: its block list, known when its bytes are hashed. */
   memo: Map<number, Promise<{ blocks: string[]; size: number }>>;
   w: Writes;
+  /** False for a log segment: files stay dirty and trees are not recorded (the next seal captures them again). */
+  record: boolean;
 }
 
 async function sealDir(d: SealDeps, ino: number, path: string, t: Tally, walk: Walk): Promise<string> {
@@ -170,7 +263,7 @@ async function sealDir(d: SealDeps, ino: number, path: string, t: Tally, walk: W
   // The tree's hash is computed here; its write goes up with everything else, not one level per round trip.
   const staged = d.objects.stageTree({ entries });
   await walk.w.start('meta', staged.write);
-  walk.w.trees.push([ino, staged.hash]);
+  if (walk.record) walk.w.trees.push([ino, staged.hash]);
   return staged.hash;
 }
 
@@ -180,7 +273,7 @@ async function entryFor(d: SealDeps, name: string, node: Inode, path: string, t:
   t.stats.files++;
   let p = walk.memo.get(node.ino);
   if (!p) {
-    p = sealFile(d, node.ino, t, walk.w);
+    p = sealFile(d, node.ino, t, walk.w, walk.record);
     walk.memo.set(node.ino, p);
   }
   const { blocks, size } = await p;
@@ -200,7 +293,7 @@ function linkOf(node: Inode): { link?: number; nlink?: number } {
  * Resolves as soon as the block list is known; the file is recorded as sealed once its uploads have landed,
  * which the seal waits for (through `w`) before HEAD.
  */
-function sealFile(d: SealDeps, ino: number, t: Tally, w: Writes): Promise<{ blocks: string[]; size: number }> {
+function sealFile(d: SealDeps, ino: number, t: Tally, w: Writes, record: boolean): Promise<{ blocks: string[]; size: number }> {
   const uploads: Array<Promise<unknown>> = [];
   const store = async (block: SealBlock, bytes: Buffer): Promise<string> => {
     let data = bytes;
@@ -225,6 +318,7 @@ function sealFile(d: SealDeps, ino: number, t: Tally, w: Writes): Promise<{ bloc
   return new Promise((resolve, reject) => {
     const done = d.content.sealFile(ino, store, {
       captured: resolve,
+      record,
       landed: async () => {
         await Promise.all(uploads);
       },

@@ -27,6 +27,8 @@ export interface NewSnapshot {
   rootAttrs?: RootAttrs;
   /** Defaults to this machine's hostname. */
   host?: string;
+  /** What readers of the home must know (snapshot version 2), e.g. `['log']` for a mounted home. */
+  features?: string[];
 }
 
 export interface CommitOptions {
@@ -59,7 +61,7 @@ export async function commitSnapshot(objects: ObjectStore, home: string, fromGen
   const [snapshot, first] = await Promise.all([
     objects.putSnapshot({
       root: s.root, parent: s.parent, home: `${objects.org}/${home}`, time: new Date().toISOString(), host: s.host ?? hostname(),
-      stats: s.stats, reason: s.reason, ...(s.rootAttrs ? { rootAttrs: s.rootAttrs } : {}),
+      stats: s.stats, reason: s.reason, ...(s.rootAttrs ? { rootAttrs: s.rootAttrs } : {}), ...(s.features ? { features: s.features } : {}),
     }),
     f ? f.gc.recheck(f.since) : Promise.resolve(undefined),
     opts.pending,
