@@ -22,7 +22,7 @@ import { decodeTree } from '../snapshot/codec.js';
 import { Excludes } from '../snapshot/excludes.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { GcFence } from '../snapshot/gcfence.js';
-import { LogFencedError, seal, sealToLog, type SealDeps, type SealResult } from '../seal/seal.js';
+import { LogFencedError, LogFullError, seal, sealToLog, type SealDeps, type SealResult } from '../seal/seal.js';
 import { dropOldLogs } from '../snapshot/homelog.js';
 import { openStore } from '../store/open.js';
 import { defaultMetrics } from '../metrics/homefs.js';
@@ -287,12 +287,15 @@ export class MountedHome {
     return this.logSegments < defaults.logMaxSegments && this.logBytes < defaults.logMaxBytes ? l : null;
   }
 
-  /** An fsync's one round trip: a log segment with everything changed since the last seal. */
-  private async logNow(l: { gen: number; nextSeq: number }, writer: string): Promise<null> {
+  /**
+   * An fsync's one round trip: a log segment with everything changed since the last seal. False when that
+   * is too much for a segment (the caller seals instead).
+   */
+  private async logNow(l: { gen: number; nextSeq: number }, writer: string): Promise<boolean> {
     const started = Date.now();
     const seq = l.nextSeq++; // never reused, even after a failure (the entry may exist with this mount's bytes)
     try {
-      const r = await sealToLog(this.sealDeps(), { gen: l.gen, seq, writer }, 'fsync');
+      const r = await sealToLog(this.sealDeps(), { gen: l.gen, seq, writer }, 'fsync', defaults.logMaxBytes);
       if (r) {
         this.logSegments++;
         this.logBytes = r.bytes;
@@ -301,8 +304,12 @@ export class MountedHome {
         defaultMetrics.sealSeconds.observe((Date.now() - started) / 1000, { reason: 'log' });
         this.log.debug({ op: 'log', gen: r.gen, seq: r.seq, bytes: r.bytes, ms: r.durationMs }, 'logged');
       }
-      return null;
+      return true;
     } catch (e) {
+      if (e instanceof LogFullError) {
+        this.logBytes = Infinity; // until the seal that follows
+        return false;
+      }
       if (e instanceof LogFencedError) this.fenced = true;
       this.lastError = errorMessage(e);
       defaultMetrics.seals.inc({ reason: 'log', result: 'error' });
@@ -318,7 +325,7 @@ export class MountedHome {
     if (reason !== 'fsync') await this.flushKernel();
     if (this.lease?.lost) throw new UserError('this mount lost its lease to another host; its changes stay local and are not sealed');
     const l = reason === 'fsync' && this.lease ? this.logReady() : null;
-    if (l && this.lease) return this.logNow(l, this.lease.token);
+    if (l && this.lease && (await this.logNow(l, this.lease.token))) return null;
     const started = Date.now();
     // Until this seal commits, blocks it records as sealed may be referenced by no HEAD: no log segment may rely on them.
     const base = this.journal.base();
@@ -412,7 +419,7 @@ export class MountedHome {
     const sealWithRetry = async (): Promise<void> => {
       last = (await retrying(() => this.sealer.request('sleep'), {
         retries: defaults.sleepSealRetries, baseMs: defaults.sleepSealRetryBaseMs, maxMs: defaults.sleepSealRetryMaxMs,
-        retryable: (e) => !(e instanceof HeadConflictError) && !this.lease?.lost,
+        retryable: (e) => !(e instanceof HeadConflictError) && !(e instanceof LogFencedError) && !this.lease?.lost,
       })) ?? last;
     };
     let failure: unknown;

@@ -130,10 +130,20 @@ export class LogFencedError extends UserError {
   }
 }
 
-/** A Store that keeps what is written in memory: the objects of one log segment. */
+/** What an fsync would put in one segment is more than a segment may hold: seal instead. */
+export class LogFullError extends Error {
+  constructor(maxBytes: number) {
+    super(`more than ${maxBytes} bytes changed since the last seal: too much for one log segment`);
+    this.name = 'LogFullError';
+  }
+}
+
+/** A Store that keeps what is written in memory, up to `maxBytes`: the objects of one log segment. */
 class Collected implements Store {
   readonly url = 'memory:segment';
   readonly objects = new Map<string, LogObject>();
+  private bytes = 0;
+  constructor(private readonly maxBytes: number) {}
   async has(): Promise<Set<string>> {
     return new Set();
   }
@@ -141,6 +151,8 @@ class Collected implements Store {
     throw new NotFoundError(key);
   }
   async put(key: string, data: Buffer): Promise<void> {
+    if (!this.objects.has(key)) this.bytes += data.length;
+    if (this.bytes > this.maxBytes) throw new LogFullError(this.maxBytes);
     const parts = key.split('/');
     const kind = parts[1] === 'blocks' ? 'block' : 'meta';
     this.objects.set(key, { kind, hash: parts[3] ?? '', data });
@@ -164,14 +176,15 @@ class Collected implements Store {
  * pending snapshot needs beyond HEAD's goes inline into one create-only segment, so it costs one round trip.
  * Nothing is recorded in the journal (the next seal captures everything again, and absorbs the log); nothing
  * is deduplicated against the store, so the segment relies only on HEAD's snapshot, which gc keeps.
- * Returns null when nothing changed since the last seal. Throws LogFencedError if another host claimed the log.
+ * Returns null when nothing changed since the last seal. Throws LogFencedError if another host claimed the log,
+ * LogFullError (before writing anything) if the segment would hold more than `maxBytes` of objects.
  */
-export async function sealToLog(deps: SealDeps, target: LogTarget, reason: string): Promise<LogResult | null> {
+export async function sealToLog(deps: SealDeps, target: LogTarget, reason: string, maxBytes: number): Promise<LogResult | null> {
   const started = Date.now();
   const base = deps.journal.base();
   if (deps.journal.changedCount === 0) return null;
   if (base.snapshot === null || base.gen !== target.gen) throw new Error(`log: the journal is based on generation ${String(base.gen)}, not ${target.gen}`);
-  const collected = new Collected();
+  const collected = new Collected(maxBytes);
   const d: SealDeps = { ...deps, objects: new ObjectStore(collected, deps.objects.org) };
   const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 }, reused: new Map() };
   const w = new Writes(Math.max(2, d.parallelism * 2));
