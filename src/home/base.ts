@@ -34,12 +34,57 @@ export interface BaseChoice {
 
 /** Journal meta key: the HEAD generation whose snapshot references every block the journal calls sealed. */
 export const LOG_OK = 'logOk';
+/** Journal meta key: `{gen, seq}` of the last segment this journal wrote (recorded once it landed). */
+export const LOG_SEQ = 'logSeq';
+
+/** HEAD moved (another writer, e.g. a holder still sealing) while this wake replayed or fenced: look again. */
+class HeadMoved extends Error {}
+
+/** Attempts at choosing a base while another writer keeps moving HEAD (each one claims its log anew). */
+const WAKE_ATTEMPTS = 5;
 
 export async function chooseBase(
   objects: ObjectStore, org: string, home: string, paths: HomePaths, fence: boolean, log: Logger,
   sealStale: (journal: Journal) => Promise<void>, writer: string | null,
 ): Promise<BaseChoice> {
-  let journal = new Journal(paths.journal);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await chooseOnce(objects, org, home, paths, fence, log, sealStale, writer);
+    } catch (e) {
+      if (!(e instanceof HeadMoved)) throw e;
+      if (attempt >= WAKE_ATTEMPTS) throw new UserError(`HEAD of ${org}/${home} kept moving while this mount replayed its log (another host is still writing it); mount again`);
+      log.warn({ org, home, attempt }, 'HEAD moved while waking; looking again');
+    }
+  }
+}
+
+async function chooseOnce(
+  objects: ObjectStore, org: string, home: string, paths: HomePaths, fence: boolean, log: Logger,
+  sealStale: (journal: Journal) => Promise<void>, writer: string | null,
+): Promise<BaseChoice> {
+  const opened = { journal: new Journal(paths.journal) };
+  try {
+    return await choose(opened, objects, org, home, paths, fence, log, sealStale, writer);
+  } catch (e) {
+    if (e instanceof HeadMoved) await opened.journal.close();
+    throw e;
+  }
+}
+
+/** Moves HEAD from `h` to `snapshot`; HeadMoved if another writer took that generation first. */
+async function advance(objects: ObjectStore, org: string, home: string, h: HeadRecord, snapshot: string): Promise<number> {
+  try {
+    return await advanceHead(objects.store, org, home, h.gen, snapshot);
+  } catch (e) {
+    throw e instanceof HeadConflictError ? new HeadMoved() : e;
+  }
+}
+
+async function choose(
+  opened: { journal: Journal }, objects: ObjectStore, org: string, home: string, paths: HomePaths, fence: boolean, log: Logger,
+  sealStale: (journal: Journal) => Promise<void>, writer: string | null,
+): Promise<BaseChoice> {
+  let journal = opened.journal;
   let head = await readHead(objects.store, org, home);
   // Claim the log of HEAD's generation (read-write mounts only) and find what was fsync'd since HEAD.
   let claimed: { gen: number; tombstone: number } | null = null;
@@ -53,22 +98,23 @@ export async function chooseBase(
   const absorb = async (h: HeadRecord, s: Segment): Promise<HeadRecord> => {
     const objs = [...segmentObjects(org, s)];
     await mapLimit(objs, defaults.storeParallelism, ([key, data]) => objects.store.put(key, data));
-    try {
-      const gen = await advanceHead(objects.store, org, home, h.gen, s.snapshot);
-      log.info({ org, home, gen, seq: s.seq, writer: s.writer }, 'replayed the log: HEAD advanced to what was fsync\'d');
-      advanced = true;
-      return { gen, snapshot: s.snapshot };
-    } catch (e) {
-      if (e instanceof HeadConflictError) throw new UserError(`HEAD of ${org}/${home} moved while this mount replayed its log; mount again`);
-      throw e;
-    }
+    const gen = await advance(objects, org, home, h, s.snapshot);
+    log.info({ org, home, gen, seq: s.seq, writer: s.writer }, 'replayed the log: HEAD advanced to what was fsync\'d');
+    advanced = true;
+    return { gen, snapshot: s.snapshot };
   };
   if (!journal.isEmpty()) {
     const base = journal.base();
-    if (base.gen === (head?.gen ?? null) && !(seg && seg.writer !== writer)) {
-      // Our own journal holds at least what our own segments hold.
+    // A segment this journal recorded writing: the journal holds at least as much (it was made from it, and
+    // the record comes after it). Any other segment (another host's, or ours with the record lost) is newer
+    // than what this journal is known to hold: it is absorbed, and this journal's changes kept as a conflict.
+    const mine = (s: Segment): boolean => {
+      const m = journal.getMeta<{ gen: number; seq: number }>(LOG_SEQ);
+      return s.writer === writer && m?.gen === s.gen && m.seq >= s.seq;
+    };
+    if (base.gen === (head?.gen ?? null) && !(seg && !mine(seg))) {
       if (fence && head) {
-        const gen = seg ? (await absorb(head, seg)).gen : await advanceHead(objects.store, org, home, head.gen, head.snapshot);
+        const gen = seg ? (await absorb(head, seg)).gen : await advance(objects, org, home, head, head.snapshot);
         if (!seg) log.info({ org, home, gen }, 'took the home over: HEAD advanced to fence the previous holder');
         const snapshot = seg ? seg.snapshot : head.snapshot;
         if (journal.getMeta<number>(LOG_OK) === head.gen) journal.setMeta(LOG_OK, gen);
@@ -87,10 +133,11 @@ export async function chooseBase(
     rmSync(paths.upper, { recursive: true, force: true });
     mkdirSync(paths.upper, { recursive: true, mode: 0o700 });
     journal = new Journal(paths.journal);
+    opened.journal = journal;
   }
   if (head && seg && !advanced && head.gen === claimed?.gen) head = await absorb(head, seg);
   if (fence && head && !advanced) {
-    const gen = await advanceHead(objects.store, org, home, head.gen, head.snapshot);
+    const gen = await advance(objects, org, home, head, head.snapshot);
     head = { gen, snapshot: head.snapshot };
     log.info({ org, home, gen }, 'took the home over: HEAD advanced to fence the previous holder');
   }

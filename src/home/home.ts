@@ -32,7 +32,7 @@ import { defaults } from '../config.js';
 import type { Store } from '../store/store.js';
 import { retrying } from '../util/backoff.js';
 import { HeadConflictError, UserError, errorMessage } from '../util/errors.js';
-import { chooseBase, LOG_OK } from './base.js';
+import { chooseBase, LOG_OK, LOG_SEQ } from './base.js';
 import { serveControl, type ControlReply, type ControlRequest } from './control.js';
 import { Lease } from './lease.js';
 import { homePaths, type HomePaths } from './paths.js';
@@ -297,6 +297,7 @@ export class MountedHome {
     try {
       const r = await sealToLog(this.sealDeps(), { gen: l.gen, seq, writer }, 'fsync', defaults.logMaxBytes);
       if (r) {
+        this.journal.setMeta(LOG_SEQ, { gen: r.gen, seq: r.seq });
         this.logSegments++;
         this.logBytes = r.bytes;
         this.lastError = null;
