@@ -107,3 +107,20 @@ test('readers see the newest valid segment; a corrupted newest one is skipped wi
   assert.equal((await liveHead(objects, 'alice', () => undefined)).snapshot, s0.snapshot, 'a tombstone is not a segment');
   assert.equal((await claimLog(store, 'acme', 'alice', 0, 'newer')).tombstone, 3, 'the next claim takes the next number');
 });
+
+test("a log orphaned by an older homefs's --takeover (HEAD advanced to the same snapshot) is still seen; an absorbed one is not", async () => {
+  const store = new MemoryStore();
+  const objects = new ObjectStore(store, 'acme');
+  const head = encodeSnapshot({ root: 'c'.repeat(64), parent: null, home: 'acme/alice', time: '2026-12-01T00:00:00.000Z', host: 'h', stats: { files: 0, dirs: 1, bytes: 0 }, features: ['log'] });
+  const headId = hashBuffer(head);
+  await store.put(`acme/meta/${headId.slice(0, 2)}/${headId}`, head);
+  await advanceHead(store, 'acme', 'alice', null, headId);
+  const s0 = await seedSegment(store, 0, 0, 'old', 'fsync\'d before the old version took over');
+  await advanceHead(store, 'acme', 'alice', 0, headId); // an older homefs's fence: same snapshot, one generation up
+  assert.equal((await liveHead(objects, 'alice', () => undefined)).snapshot, s0.snapshot, 'readers still see what was fsync\'d');
+  await advanceHead(store, 'acme', 'alice', 1, s0.snapshot); // replayed (or sealed): the snapshot changes
+  await advanceHead(store, 'acme', 'alice', 2, headId); // a later generation with another snapshot: the chain is broken
+  const live = await liveHead(objects, 'alice', () => undefined);
+  assert.equal(live.segment, null, 'a log below a generation with another snapshot is never replayed');
+  assert.equal(live.snapshot, headId);
+});

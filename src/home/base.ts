@@ -14,7 +14,7 @@ import type { Logger } from 'pino';
 import { mkdirSync, rmSync } from 'node:fs';
 import { Journal } from '../inodes/journal.js';
 import { advanceHead, readHead, type HeadRecord } from '../snapshot/heads.js';
-import { claimLog, newestSegment, segmentObjects, type Segment } from '../snapshot/homelog.js';
+import { claimLog, pendingSegment, segmentObjects, type Segment } from '../snapshot/homelog.js';
 import type { ObjectStore } from '../snapshot/objects.js';
 import type { Snapshot, SnapshotStats } from '../model/tree.js';
 import { HeadConflictError, UserError } from '../util/errors.js';
@@ -92,7 +92,7 @@ async function choose(
   if (head && writer !== null) {
     const c = await claimLog(objects.store, org, home, head.gen, writer);
     claimed = { gen: head.gen, tombstone: c.tombstone };
-    seg = await newestSegment(objects.store, org, home, head.gen, c.seqs, (msg) => log.error({ org, home }, msg));
+    seg = await pendingSegment(objects.store, org, home, head, (msg) => log.error({ org, home }, msg), c.seqs);
   }
   let advanced = false;
   const absorb = async (h: HeadRecord, s: Segment): Promise<HeadRecord> => {

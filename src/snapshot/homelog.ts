@@ -14,7 +14,7 @@
  * generation, or from a newer format are rejected with one warning each and skipped.
  */
 import { hashBuffer } from '../hash/blake3.js';
-import { blockKey, logKey, logPrefix, logsPrefix, metaKey, decodeGen } from '../store/keys.js';
+import { blockKey, headKey, logKey, logPrefix, logsPrefix, metaKey, decodeGen } from '../store/keys.js';
 import type { ObjectInfo, Store } from '../store/store.js';
 import { FormatError, NotFoundError } from '../util/errors.js';
 import { readHead, type HeadRecord } from './heads.js';
@@ -244,12 +244,40 @@ export interface LiveHead {
   objects: ObjectStore;
 }
 
+/** How many generations back `orphanedSegment` looks. */
+const ORPHAN_DEPTH = 16;
+
+/**
+ * A log left under an earlier generation whose HEAD has the same snapshot as `head`: an older homefs that
+ * does not know logs, mounting with --takeover, advances HEAD to the same snapshot (its fence) before it
+ * reads the snapshot and refuses it. That log was never absorbed (an absorbing seal or replay changes the
+ * snapshot), so it still holds what was fsync'd. One GET of the previous generation when there is none.
+ */
+export async function orphanedSegment(store: Store, org: string, home: string, head: HeadRecord, warn: (msg: string) => void): Promise<Segment | null> {
+  for (let gen = head.gen - 1; gen >= 0 && gen >= head.gen - ORPHAN_DEPTH; gen--) {
+    const rec = await store.get(headKey(org, home, gen)).catch((e: unknown) => {
+      if (e instanceof NotFoundError) return null;
+      throw e;
+    });
+    if (rec === null || rec.toString('latin1') !== head.snapshot) return null;
+    const seqs = await listLog(store, org, home, gen);
+    const s = seqs.length > 0 ? await newestSegment(store, org, home, gen, seqs, warn) : null;
+    if (s) return s;
+  }
+  return null;
+}
+
+/** The newest valid segment of HEAD's generation, or else an orphaned one (`orphanedSegment`). */
+export async function pendingSegment(store: Store, org: string, home: string, head: HeadRecord, warn: (msg: string) => void, seqs?: readonly number[]): Promise<Segment | null> {
+  const own = seqs ?? (await listLog(store, org, home, head.gen));
+  return (own.length > 0 ? await newestSegment(store, org, home, head.gen, own, warn) : null) ?? (await orphanedSegment(store, org, home, head, warn));
+}
+
 /** What every reader of a home sees: HEAD plus what was fsync'd since (the newest valid segment). */
 export async function liveHead(objects: ObjectStore, home: string, warn: (msg: string) => void = (m) => process.stderr.write(`homefs: warning: ${m}\n`)): Promise<LiveHead> {
   const head = await readHead(objects.store, objects.org, home);
   if (!head) return { head, segment: null, snapshot: null, objects };
-  const seqs = await listLog(objects.store, objects.org, home, head.gen);
-  const segment = seqs.length > 0 ? await newestSegment(objects.store, objects.org, home, head.gen, seqs, warn) : null;
+  const segment = await pendingSegment(objects.store, objects.org, home, head, warn);
   if (!segment) return { head, segment, snapshot: head.snapshot, objects };
   return { head, segment, snapshot: segment.snapshot, objects: new ObjectStore(new OverlayStore(objects.store, segmentObjects(objects.org, segment)), objects.org) };
 }
