@@ -228,10 +228,12 @@ def _(t):
     mnt2 = s.remount_fresh()  # the old daemon is alive: an operator claims the home anyway
     eq(read(os.path.join(mnt2, 'before')), b'before takeover', 'fsynced file seen by the new holder')
     _write_fsync(os.path.join(mnt2, 'new-holder'), b'new')
+    refused = False
     try:
         _write_fsync(s.p('old-holder'), b'stale writer')
     except OSError:
-        pass  # refusing the fenced holder's fsync is the right answer
+        refused = True
+    true(refused, "the fenced holder's fsync returned success")
     subprocess.run([_bin(), 'sync', s.mnt], capture_output=True, timeout=60)
     s.env.sleep(mnt2)
     cache, state, mnt3 = s.env.fresh_dirs('fence-check')
@@ -317,3 +319,224 @@ def _(t):
     env.sleep(mnt)
     p = env.verify(home)
     eq(p.returncode, 0, f'homefs verify {home} after recovery: {p.stderr.decode().strip()[-300:]}')
+
+
+def _atomic_replace(t, step, variant):
+    """The atomic-replace pattern (write tmp, fsync it, rename over, fsync the directory), killed -9
+    (tmp is named conf.new: `*.tmp` is in the default excludes, kept out of snapshots by design)
+    after `step` of its 4 steps. The target always holds the old or the new bytes, whole; once the
+    directory fsync returned, the new bytes on any host; once tmp's fsync returned, tmp (or the target,
+    when the rename landed) on any host."""
+    s = Scenario(t, f'replace{step}-{variant}')
+    old, new = _pattern('old', 70000), _pattern('new', 90000)
+    os.makedirs(s.p('a', 'b', 'c', 'd', 'e'))
+    target, tmp = s.p('a', 'b', 'c', 'd', 'e', 'conf'), s.p('a', 'b', 'c', 'd', 'e', 'conf.new')
+    _write_fsync(target, old)
+    dfd = os.open(os.path.dirname(target), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, new)
+            if step >= 1:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        if step >= 2:
+            os.rename(tmp, target)
+        if step >= 3:
+            os.fsync(dfd)
+    finally:
+        os.close(dfd)
+    s.kill()
+    mnt = s.remount_same() if variant == 'same' else s.remount_fresh()
+    rel = os.path.join('a', 'b', 'c', 'd', 'e')
+    got = read(os.path.join(mnt, rel, 'conf'))
+    true(got in (old, new), f'step {step}: target holds {len(got)} bytes that are neither the old nor the new file')
+    tmp_now = os.path.join(mnt, rel, 'conf.new')
+    if variant == 'same' and step >= 2:
+        eq(got, new, f'step {step}: the rename was lost on the same state dir')
+    if step >= 3:
+        eq(got, new, 'the directory fsync returned but a fresh host sees the old file')
+        true(not os.path.exists(tmp_now), 'tmp still exists after the fsync of its directory')
+    elif step >= 1 and got != new:
+        seen = {n: os.path.getsize(os.path.join(mnt, rel, n)) for n in os.listdir(os.path.join(mnt, rel))}
+        true(os.path.exists(tmp_now) and read(tmp_now) == new, f'step {step}: the fsync of tmp returned but its bytes are lost (directory holds {seen})')
+    s.finish(mnt)
+
+
+for _step in range(4):
+    for _variant in ('same', 'fresh'):
+        def _make_replace(step, variant):
+            @check(f'crash.atomic_replace_kill9_after_step{step}.{"same_state" if variant == "same" else "fresh_host"}',
+                   needs=('homefs',), timeout=180)
+            def _(t):
+                _atomic_replace(t, step, variant)
+        _make_replace(_step, _variant)
+
+
+# --- the fsync log (issue 12) -------------------------------------------------------------------------
+
+_STREAM = ('import os,sys,random\n'
+           'd=sys.argv[1]\n'
+           'for i in range(100000):\n'
+           '    data=random.Random(i).randbytes(3000+i%5000)\n'
+           '    try:\n'
+           '        fd=os.open(os.path.join(d,"f%d"%i),os.O_WRONLY|os.O_CREAT|os.O_TRUNC,0o644)\n'
+           '        os.write(fd,data); os.fsync(fd); os.close(fd)\n'
+           '    except OSError as e:\n'
+           '        print("E",i,flush=True); sys.exit(0)\n'
+           '    print("S",i,flush=True)\n')
+
+
+def _stream_data(i):
+    return random.Random(i).randbytes(3000 + i % 5000)
+
+
+class FsyncStream:
+    """A child process writing and fsyncing f0, f1, ... in `d`, one line per answer (S i / E i)."""
+
+    def __init__(self, d):
+        os.makedirs(d, exist_ok=True)
+        self.p = subprocess.Popen(['python3', '-c', _STREAM, d], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.ok, self.failed = [], []
+
+    def wait_for(self, n, timeout=60):
+        end = time.monotonic() + timeout
+        while len(self.ok) < n and time.monotonic() < end:
+            line = self.p.stdout.readline()
+            if not line:
+                break
+            self._take(line)
+        true(len(self.ok) >= n, f'the fsync stream did only {len(self.ok)} fsyncs')
+
+    def _take(self, line):
+        kind, i = line.split()
+        (self.ok if kind == 'S' else self.failed).append(int(i))
+
+    def finish(self):
+        try:
+            out, _ = self.p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            out, _ = self.p.communicate()
+        for line in out.splitlines():
+            self._take(line)
+
+
+def _assert_stream(mnt, rel, st, what):
+    for i in st.ok:
+        p = os.path.join(mnt, rel, f'f{i}')
+        true(os.path.exists(p), f'{what}: f{i} was fsync\'d but is missing')
+        eq(read(p), _stream_data(i), f'{what}: f{i} content')
+
+
+def _stream_kill(t, variant):
+    s = Scenario(t, f'logstream-{variant}')
+    s.base_writes()
+    st = FsyncStream(s.p('stream'))
+    st.wait_for(15 + random.Random(t.seed).randrange(30))
+    s.kill()
+    st.finish()
+    mnt = s.remount_same() if variant == 'same' else s.remount_fresh()
+    s.assert_files(mnt, s.fsynced, 'fsynced file')
+    _assert_stream(mnt, 'stream', st, 'fsync stream killed -9 mid-segment')
+    s.finish(mnt)
+
+
+for _variant in ('same', 'fresh'):
+    def _make_stream(variant):
+        @check(f'crash.log_kill9_during_fsync_stream.{"same_state" if variant == "same" else "fresh_host"}', needs=('homefs',), timeout=180)
+        def _(t):
+            _stream_kill(t, variant)
+    _make_stream(_variant)
+
+
+@check('crash.log_kill9_during_replay', needs=('homefs',), timeout=240)
+def _(t):
+    s = Scenario(t, 'logreplay')
+    st = FsyncStream(s.p('stream'))
+    st.wait_for(20)
+    s.kill()
+    st.finish()
+    # A first new host is killed -9 while it wakes (claims and replays the log) ...
+    cache, state, mnt = s.env.fresh_dirs('logreplay-first')
+    p = subprocess.Popen([_bin(), 'mount', s.home, mnt, '--store', s.env.store_url, '--cache-dir', cache, '--state-dir', state,
+                          '--allow-other', '--takeover', '--foreground'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(random.Random(t.seed).uniform(0.05, 0.6))
+    p.kill()
+    p.wait(10)
+    s.env.unmount(mnt)
+    # ... and the next one still finds everything that was fsync'd.
+    mnt2 = s.remount_fresh()
+    _assert_stream(mnt2, 'stream', st, 'after a takeover killed during replay')
+    s.finish(mnt2)
+
+
+@check('crash.log_takeover_while_old_holder_writes', needs=('homefs',), timeout=240)
+def _(t):
+    s = Scenario(t, 'logfence')
+    st = FsyncStream(s.p('stream'))
+    st.wait_for(10)
+    mnt2 = s.remount_fresh()  # the old daemon is alive and keeps fsyncing
+    time.sleep(1.0)
+    st.p.kill()  # if the old holder's fsyncs were still answered, stop it
+    st.finish()
+    true(len(st.failed) == 1, f'the fenced holder\'s fsync must fail once it is fenced (failures: {st.failed[:3]}, successes: {len(st.ok)})')
+    _assert_stream(mnt2, 'stream', st, 'new holder after takeover')
+    s.env.sleep(mnt2)
+    cache, state, mnt3 = s.env.fresh_dirs('logfence-check')
+    s.env.mount(s.home, mnt3, cache, state, extra=('--takeover',))
+    try:
+        _assert_stream(mnt3, 'stream', st, 'a third host')
+        for i in st.failed:
+            true(not os.path.exists(os.path.join(mnt3, 'stream', f'f{i}')), f'f{i}, whose fsync failed on the fenced holder, is visible')
+    finally:
+        s.env.sleep(mnt3)
+    subprocess.run([_bin(), 'sleep', s.mnt], capture_output=True, timeout=60)
+    s.env.unmount(s.mnt)
+
+
+def _log_files(store_dir, home):
+    d = os.path.join(store_dir, *home.split('/')[:1], 'homes', home.split('/')[1], 'log')
+    out = []
+    for root, _, files in os.walk(d):
+        out += [os.path.join(root, f) for f in files]
+    return sorted(out)
+
+
+def _hostile(t, how):
+    s = Scenario(t, f'loghostile-{how}')
+    _write_fsync(s.p('sealed'), b'sealed by the first fsync')
+    _write_fsync(s.p('logged1'), b'in segment 0')
+    _write_fsync(s.p('logged2'), b'in segment 1')
+    s.kill()
+    segs = _log_files(s.env.store_dir, s.home)
+    true(len(segs) >= 2, f'two log segments in the store, found {segs}')
+    newest = segs[0]  # descending encoding: the newest sorts first
+    data = open(newest, 'rb').read()
+    if how == 'truncated':
+        bad = data[:len(data) // 2]
+    elif how == 'corrupted':
+        bad = bytearray(data)
+        bad[len(bad) // 2] ^= 0xFF
+        bad = bytes(bad)
+    else:  # from another generation: segment 0's bytes under segment 1's key
+        bad = open(segs[1], 'rb').read()
+    os.chmod(newest, 0o644)
+    with open(newest, 'wb') as f:
+        f.write(bad)
+    mnt = s.remount_fresh()
+    eq(read(os.path.join(mnt, 'logged1')), b'in segment 0', 'the previous valid segment is replayed')
+    true(not os.path.exists(os.path.join(mnt, 'logged2')), 'the rejected segment was replayed')
+    log = open(os.path.join(os.path.dirname(mnt), 'state', 'daemon.log'), encoding='utf8', errors='replace').read()
+    true('log segment' in log and 'ignoring it' in log, 'the rejection is logged with a clear line')
+    s.finish(mnt)
+
+
+for _how in ('truncated', 'corrupted', 'wrong_key'):
+    def _make_hostile(how):
+        @check(f'crash.log_hostile_segment_{how}', needs=('homefs',), timeout=180)
+        def _(t):
+            _hostile(t, how)
+    _make_hostile(_how)

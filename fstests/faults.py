@@ -8,6 +8,7 @@ import errno
 import http.client
 import os
 import random
+import signal
 import subprocess
 import threading
 import time
@@ -312,5 +313,50 @@ def _(t):
         mnt2 = h.mount()
         eq(read(os.path.join(mnt2, 'precious')), b'must not be acknowledged while the store is down',
            'fsynced data on a fresh host')
+    finally:
+        h.close()
+
+
+@check('faults.store_outage_mid_log', needs=('homefs', 's3'), timeout=400)
+def _(t):
+    """The fsync log (issue 12) across a store outage: fsyncs logged before it survive, the fsync during it
+    fails with EIO (never a lie), the next one after it succeeds, and a fresh host after kill -9 sees all
+    that was acknowledged."""
+    h = S3Home(t, 'logoutage')
+    try:
+        mnt = h.mount('store')
+        acked = {}
+        for i in range(3):  # the first seals (a new home has no log yet), the others go to the log
+            name, data = f'before{i}', random.Random(i).randbytes(5000 + i)
+            fd = os.open(os.path.join(mnt, name), os.O_WRONLY | os.O_CREAT, 0o644)
+            os.write(fd, data)
+            os.fsync(fd)
+            os.close(fd)
+            acked[name] = data
+        lg = subprocess.run([BIN, 'log', h.home, '--store', h.direct], capture_output=True, timeout=60)
+        true(b"fsync'd, log segment" in lg.stdout, f'fsyncs went to the log: {lg.stdout.decode()[:300]}')
+        h.proxy.add('slowdown', 'PUT', None)
+        fd = os.open(os.path.join(mnt, 'during'), os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, b'written during the outage')
+            try:
+                os.fsync(fd)
+                raise AssertionError('fsync succeeded while every PUT failed')
+            except OSError as e:
+                eq(e.errno, errno.EIO, 'fsync errno while the store refuses writes')
+            true(h.alive(), 'daemon alive after the failed fsync')
+            h.proxy.clear()
+            os.fsync(fd)
+            acked['during'] = b'written during the outage'
+        finally:
+            os.close(fd)
+        os.kill(h.pid, signal.SIGKILL)
+        end = time.monotonic() + 10
+        while h.alive() and time.monotonic() < end:
+            time.sleep(0.02)
+        h.env.unmount(mnt)
+        mnt2 = h.mount()
+        for name, data in acked.items():
+            eq(read(os.path.join(mnt2, name)), data, f'{name} on a fresh host after kill -9')
     finally:
         h.close()

@@ -73,6 +73,10 @@ export const defaults = {
   gcGraceMs: 24 * 3600_000,
   /** A mounted home: files sealed concurrently, and worker threads hashing what a seal uploads. */
   sealParallelism: 64, // each holds one block of its file while it uploads: ≤ 64 x 8 MiB at worst
+  /** An fsync seals (absorbing the log) instead of writing a segment after this many segments since the last seal… */
+  logMaxSegments: 64,
+  /** …or once the last segment (they are cumulative) is this large. */
+  logMaxBytes: 16 * 1024 * 1024,
   sealHashThreads: 1,
   /** Blocks prefetched ahead of a sequential reader of a large file. */
   readaheadBlocks: 4,

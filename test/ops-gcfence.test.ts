@@ -22,7 +22,7 @@ import { pushDirectory } from '../src/snapshot/push.js';
 import { FileStore } from '../src/store/file.js';
 import { blockKey } from '../src/store/keys.js';
 import { MemoryStore } from '../src/store/memory.js';
-import { gate } from './support/ops-stores.js';
+import { gate, RecordingStore } from './support/ops-stores.js';
 
 const DAY = 86_400_000;
 
@@ -164,4 +164,27 @@ test('gc fence: a seal-like commit waiting on a running gc re-uploads what the g
   } finally {
     await rm(s.work, { recursive: true, force: true });
   }
+});
+
+test('gc fence: recheck answers what observe would, with one existence check while no gc was announced', async () => {
+  const store = new RecordingStore(new MemoryStore());
+  let mono = 0;
+  const f = new GcFence(store, 'acme', { monotonic: () => mono });
+  const none = await f.observe();
+  store.calls.length = 0;
+  mono = 5;
+  const again = await f.recheck(none);
+  assert.deepEqual([again.epoch, again.done, again.atMs], [null, true, 5]);
+  assert.deepEqual(store.calls.map((c) => c.op), ['has'], 'no LIST');
+  const e0 = await f.beginEpoch();
+  const announced = await f.recheck(none);
+  assert.deepEqual([announced.epoch, announced.done], [e0, false], 'a gc announced since is seen');
+  assert.equal(f.safe(none, announced) && announced.epoch === none.epoch, false);
+  const running = await f.recheck(announced);
+  assert.deepEqual([running.epoch, running.done], [e0, false], 'a running epoch is looked at in full');
+  await f.endEpoch(e0, {});
+  const done = await f.observe();
+  await f.beginEpoch();
+  const next = await f.recheck(done);
+  assert.deepEqual([next.epoch, next.done], [e0 + 1, false], 'the epoch after a done one is seen');
 });

@@ -152,7 +152,9 @@ test('snapshot round trip is canonical JSON with a version', () => {
 test('malformed snapshots are rejected', () => {
   const good = JSON.parse(encodeSnapshot(sampleSnapshot()).toString()) as Record<string, unknown>;
   const enc = (o: unknown): Buffer => Buffer.from(JSON.stringify(o) + '\n');
-  assertFormatError(() => decodeSnapshot(enc({ ...good, version: 2 })), /unsupported snapshot version 2/);
+  assertFormatError(() => decodeSnapshot(enc({ ...good, version: 3 })), /unsupported snapshot version 3 .*upgrade homefs/);
+  assertFormatError(() => decodeSnapshot(enc({ ...good, version: 2 })), /version 2 without a features list/);
+  assertFormatError(() => decodeSnapshot(enc({ ...good, features: ['log'] })), /version 1 with a features list/);
   assertFormatError(() => decodeSnapshot(enc({ ...good, root: 'abc' })), /root/);
   assertFormatError(() => decodeSnapshot(enc({ ...good, home: '../etc' })), /home/);
   assertFormatError(() => decodeSnapshot(enc({ ...good, extra: 1 })), /canonical/);

@@ -20,8 +20,8 @@ export function register(program: Command): void {
   ).action(async (ref: string, path: string, opts: { store?: string }) => {
     const { org, home, snapshot } = parseHomeRef(ref);
     await withStore(opts.store, {}, async (store) => {
-      const objects = new ObjectStore(store, org);
-      const snap = await objects.getSnapshot(await resolveHomeSnapshot(objects, home, snapshot));
+      const { snapshot: id, objects } = await resolveHomeSnapshot(new ObjectStore(store, org), home, snapshot);
+      const snap = await objects.getSnapshot(id);
       const { entry, path: p } = await resolvePath(objects, snap.root, path);
       if (!entry || entry.kind !== 'file') throw new UserError(`${p || '/'}: not a regular file (${entry?.kind ?? 'dir'})`);
       exitQuietlyOnEpipe();

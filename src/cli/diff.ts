@@ -4,7 +4,7 @@
  * `@a` only: a against HEAD; with both: a against b.
  */
 import type { Command } from 'commander';
-import { readHead } from '../snapshot/heads.js';
+import { liveHead } from '../snapshot/homelog.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { diffTrees, summarize, type Change } from '../ops/diff.js';
 import { UserError } from '../util/errors.js';
@@ -34,9 +34,11 @@ export function register(program: Command): void {
       const bSnap = bArg === undefined ? undefined : bArg.replace(/^@/, '');
       if (bSnap !== undefined && !/^[0-9a-f]{6,64}$/.test(bSnap)) throw new UserError(`invalid snapshot '${bArg}': expected @ and 6-64 lowercase hex digits`);
       const out = await withStore(o.store, {}, async (store) => {
-        const objects = new ObjectStore(store, r.org);
-        const head = await readHead(store, r.org, r.home);
-        if (!head) throw new UserError(`home ${r.org}/${r.home} has no snapshots in ${store.url}`);
+        // HEAD here is the home's current state: with what was fsync'd since, from its log (homelog.ts).
+        const live = await liveHead(new ObjectStore(store, r.org), r.home);
+        const objects = live.objects;
+        if (live.snapshot === null) throw new UserError(`home ${r.org}/${r.home} has no snapshots in ${store.url}`);
+        const head = { snapshot: live.snapshot };
         let a: string | null;
         let b: string;
         if (r.snapshot === undefined) {

@@ -3,6 +3,7 @@
  */
 import type { Command } from 'commander';
 import { listHistory } from '../snapshot/heads.js';
+import { liveHead } from '../snapshot/homelog.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { UsageError, UserError } from '../util/errors.js';
 import { mapLimit } from '../util/concurrency.js';
@@ -32,8 +33,12 @@ export function register(program: Command): void {
       const rows = await withStore(opts.store, {}, async (store) => {
         const history = await listHistory(store, org, home, limit);
         if (history.length === 0) throw new UserError(`home ${org}/${home} has no snapshots in ${store.url}`);
-        const objects = new ObjectStore(store, org);
-        return mapLimit(history, 16, async (h) => ({ gen: h.gen, id: h.snapshot, ...(await objects.getSnapshot(h.snapshot)) }));
+        const live = await liveHead(new ObjectStore(store, org), home);
+        const objects = live.objects;
+        const rows = await mapLimit(history, 16, async (h) => ({ gen: h.gen, id: h.snapshot, log: null as number | null, ...(await objects.getSnapshot(h.snapshot)) }));
+        // What was fsync'd since HEAD (the newest log segment), on top, marked by its sequence number.
+        const s = live.segment;
+        return s ? [{ gen: s.gen, id: s.snapshot, log: s.seq, ...(await objects.getSnapshot(s.snapshot)) }, ...rows] : rows;
       });
       for (const r of rows) {
         if (opts.json) {
@@ -41,7 +46,7 @@ export function register(program: Command): void {
           process.stdout.write(JSON.stringify({ ...r, rootAttrs }) + '\n');
         } else {
           process.stdout.write(
-            `${String(r.gen).padStart(5)}  ${r.id.slice(0, 12)}  ${r.time}  ${r.host}  ${r.stats.files} files  ${formatBytes(r.stats.bytes)}  ${r.reason ?? ''}\n`,
+            `${r.log === null ? String(r.gen).padStart(5) : '  log'}  ${r.id.slice(0, 12)}  ${r.time}  ${r.host}  ${r.stats.files} files  ${formatBytes(r.stats.bytes)}  ${r.reason ?? ''}${r.log === null ? '' : ` (fsync'd, log segment ${r.log}, not sealed yet)`}\n`,
           );
         }
       }

@@ -72,8 +72,8 @@ export function register(program: Command): void {
       exitQuietlyOnEpipe();
       const { org, home, snapshot } = parseHomeRef(ref);
       await withStore(opts.store, {}, async (store) => {
-        const objects = new ObjectStore(store, org);
-        const snap = await objects.getSnapshot(await resolveHomeSnapshot(objects, home, snapshot));
+        const { snapshot: id, objects } = await resolveHomeSnapshot(new ObjectStore(store, org), home, snapshot);
+        const snap = await objects.getSnapshot(id);
         const target = await resolvePath(objects, snap.root, path);
         const print = (item: WalkItem): void => {
           process.stdout.write(opts.json ? JSON.stringify(entryJson(item.path, item.entry)) + '\n' : line(item.path, item.entry));

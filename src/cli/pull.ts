@@ -33,8 +33,8 @@ export function register(program: Command): void {
       const { org, home, snapshot } = parseHomeRef(ref);
       const progress = progressBar({ format: formatBytes });
       const res = await withStore(opts.store, {}, async (store) => {
-        const id = await resolveHomeSnapshot(new ObjectStore(store, org), home, snapshot);
-        return pullSnapshot(store, org, id, dir, {
+        const { snapshot: id, objects } = await resolveHomeSnapshot(new ObjectStore(store, org), home, snapshot);
+        return pullSnapshot(objects.store, org, id, dir, {
           xattrs: opts.xattrs, owners: opts.owners === false ? false : undefined,
           onProgress: (p) => progress.update('pull', p.bytes, p.bytesTotal, `${p.files}/${p.filesTotal} files`),
         });

@@ -2,16 +2,25 @@
  * Choosing what a mount starts from. The local journal (same state directory) wins when it is based on
  * the store's HEAD; a fresh state directory starts from HEAD (or empty); a journal based on an older HEAD
  * (someone else sealed since) is sealed as a conflict snapshot first — kept, never lost — and replaced.
- * A takeover fences the previous holder by advancing HEAD one generation (same snapshot), so that any
- * later seal of the old holder loses the HEAD race.
+ * A takeover fences the previous holder by advancing HEAD one generation, so that any later seal of the
+ * old holder loses the HEAD race.
+ *
+ * The home's fsync log (snapshot/homelog.ts) is replayed here. A read-write wake first claims the log of
+ * HEAD's generation with a tombstone (the previous holder's next segment then fails). If the newest valid
+ * segment was written by this state directory, its journal already holds it; otherwise the segment is
+ * absorbed: its objects are uploaded and HEAD advances to its snapshot, which also fences the old holder.
  */
 import type { Logger } from 'pino';
 import { mkdirSync, rmSync } from 'node:fs';
 import { journalTestOptions } from '../config.js';
 import { Journal } from '../inodes/journal.js';
-import { advanceHead, readHead } from '../snapshot/heads.js';
+import { advanceHead, readHead, type HeadRecord } from '../snapshot/heads.js';
+import { claimLog, pendingSegment, segmentObjects, type Segment } from '../snapshot/homelog.js';
 import type { ObjectStore } from '../snapshot/objects.js';
 import type { Snapshot, SnapshotStats } from '../model/tree.js';
+import { HeadConflictError, UserError } from '../util/errors.js';
+import { mapLimit } from '../util/concurrency.js';
+import { defaults } from '../config.js';
 import type { HomePaths } from './paths.js';
 
 export interface BaseChoice {
@@ -20,25 +29,102 @@ export interface BaseChoice {
   rootTree: string | null;
   /** Attributes of the home's root directory recorded in the base snapshot. */
   rootAttrs?: Snapshot['rootAttrs'];
+  /** Where this mount's fsyncs go: the log of generation `gen` from `nextSeq` on; null: every fsync seals. */
+  log: { gen: number; nextSeq: number } | null;
 }
+
+/** Journal meta key: the HEAD generation whose snapshot references every block the journal calls sealed. */
+export const LOG_OK = 'logOk';
+/** Journal meta key: `{gen, seq}` of the last segment this journal wrote (recorded once it landed). */
+export const LOG_SEQ = 'logSeq';
+
+/** HEAD moved (another writer, e.g. a holder still sealing) while this wake replayed or fenced: look again. */
+class HeadMoved extends Error {}
+
+/** Attempts at choosing a base while another writer keeps moving HEAD (each one claims its log anew). */
+const WAKE_ATTEMPTS = 5;
 
 export async function chooseBase(
   objects: ObjectStore, org: string, home: string, paths: HomePaths, fence: boolean, log: Logger,
-  sealStale: (journal: Journal) => Promise<void>,
+  sealStale: (journal: Journal) => Promise<void>, writer: string | null,
 ): Promise<BaseChoice> {
-  let journal = new Journal(paths.journal, journalTestOptions());
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await chooseOnce(objects, org, home, paths, fence, log, sealStale, writer);
+    } catch (e) {
+      if (!(e instanceof HeadMoved)) throw e;
+      if (attempt >= WAKE_ATTEMPTS) throw new UserError(`HEAD of ${org}/${home} kept moving while this mount replayed its log (another host is still writing it); mount again`);
+      log.warn({ org, home, attempt }, 'HEAD moved while waking; looking again');
+    }
+  }
+}
+
+async function chooseOnce(
+  objects: ObjectStore, org: string, home: string, paths: HomePaths, fence: boolean, log: Logger,
+  sealStale: (journal: Journal) => Promise<void>, writer: string | null,
+): Promise<BaseChoice> {
+  const opened = { journal: new Journal(paths.journal, journalTestOptions()) };
+  try {
+    return await choose(opened, objects, org, home, paths, fence, log, sealStale, writer);
+  } catch (e) {
+    if (e instanceof HeadMoved) await opened.journal.close();
+    throw e;
+  }
+}
+
+/** Moves HEAD from `h` to `snapshot`; HeadMoved if another writer took that generation first. */
+async function advance(objects: ObjectStore, org: string, home: string, h: HeadRecord, snapshot: string): Promise<number> {
+  try {
+    return await advanceHead(objects.store, org, home, h.gen, snapshot);
+  } catch (e) {
+    throw e instanceof HeadConflictError ? new HeadMoved() : e;
+  }
+}
+
+async function choose(
+  opened: { journal: Journal }, objects: ObjectStore, org: string, home: string, paths: HomePaths, fence: boolean, log: Logger,
+  sealStale: (journal: Journal) => Promise<void>, writer: string | null,
+): Promise<BaseChoice> {
+  let journal = opened.journal;
   let head = await readHead(objects.store, org, home);
+  // Claim the log of HEAD's generation (read-write mounts only) and find what was fsync'd since HEAD.
+  let claimed: { gen: number; tombstone: number } | null = null;
+  let seg: Segment | null = null;
+  if (head && writer !== null) {
+    const c = await claimLog(objects.store, org, home, head.gen, writer);
+    claimed = { gen: head.gen, tombstone: c.tombstone };
+    seg = await pendingSegment(objects.store, org, home, head, (msg) => log.error({ org, home }, msg), c.seqs);
+  }
+  let advanced = false;
+  const absorb = async (h: HeadRecord, s: Segment): Promise<HeadRecord> => {
+    const objs = [...segmentObjects(org, s)];
+    await mapLimit(objs, defaults.storeParallelism, ([key, data]) => objects.store.put(key, data));
+    const gen = await advance(objects, org, home, h, s.snapshot);
+    log.info({ org, home, gen, seq: s.seq, writer: s.writer }, 'replayed the log: HEAD advanced to what was fsync\'d');
+    advanced = true;
+    return { gen, snapshot: s.snapshot };
+  };
   if (!journal.isEmpty()) {
     const base = journal.base();
-    if (base.gen === (head?.gen ?? null)) {
+    // A segment this journal recorded writing: the journal holds at least as much (it was made from it, and
+    // the record comes after it). Any other segment (another host's, or ours with the record lost) is newer
+    // than what this journal is known to hold: it is absorbed, and this journal's changes kept as a conflict.
+    const mine = (s: Segment): boolean => {
+      const m = journal.getMeta<{ gen: number; seq: number }>(LOG_SEQ);
+      return s.writer === writer && m?.gen === s.gen && m.seq >= s.seq;
+    };
+    if (base.gen === (head?.gen ?? null) && !(seg && !mine(seg))) {
       if (fence && head) {
-        const gen = await advanceHead(objects.store, org, home, head.gen, head.snapshot);
-        head = { gen, snapshot: head.snapshot };
-        journal.setBase({ snapshot: head.snapshot, gen });
-        log.info({ org, home, gen }, 'took the home over: HEAD advanced to fence the previous holder');
+        const gen = seg ? (await absorb(head, seg)).gen : await advance(objects, org, home, head, head.snapshot);
+        if (!seg) log.info({ org, home, gen }, 'took the home over: HEAD advanced to fence the previous holder');
+        const snapshot = seg ? seg.snapshot : head.snapshot;
+        if (journal.getMeta<number>(LOG_OK) === head.gen) journal.setMeta(LOG_OK, gen);
+        head = { gen, snapshot };
+        journal.setBase({ snapshot, gen });
       }
-      return { journal, rootTree: null };
+      return { journal, rootTree: null, log: await logFor(objects, head, claimed) };
     }
+    if (head && seg && base.gen === head.gen) head = await absorb(head, seg);
     if (journal.changedCount > 0) {
       log.warn({ org, home, localGen: base.gen, headGen: head?.gen }, 'HEAD moved since this state directory last sealed; keeping local changes as a conflict snapshot');
       await sealStale(journal);
@@ -48,9 +134,11 @@ export async function chooseBase(
     rmSync(paths.upper, { recursive: true, force: true });
     mkdirSync(paths.upper, { recursive: true, mode: 0o700 });
     journal = new Journal(paths.journal, journalTestOptions());
+    opened.journal = journal;
   }
-  if (fence && head) {
-    const gen = await advanceHead(objects.store, org, home, head.gen, head.snapshot);
+  if (head && seg && !advanced && head.gen === claimed?.gen) head = await absorb(head, seg);
+  if (fence && head && !advanced) {
+    const gen = await advance(objects, org, home, head, head.snapshot);
     head = { gen, snapshot: head.snapshot };
     log.info({ org, home, gen }, 'took the home over: HEAD advanced to fence the previous holder');
   }
@@ -61,7 +149,17 @@ export async function chooseBase(
     rootTree = snap.root;
     rootAttrs = snap.rootAttrs;
     journal.setMeta('stats', snap.stats satisfies SnapshotStats);
+    journal.setMeta(LOG_OK, head.gen);
   }
   journal.setBase({ snapshot: head?.snapshot ?? null, gen: head?.gen ?? null });
-  return { journal, rootTree, ...(rootAttrs ? { rootAttrs } : {}) };
+  return { journal, rootTree, ...(rootAttrs ? { rootAttrs } : {}), log: await logFor(objects, head, claimed) };
+}
+
+/** The log this mount writes to: HEAD's generation, if HEAD's snapshot requires readers to know logs. */
+async function logFor(objects: ObjectStore, head: HeadRecord | null, claimed: { gen: number; tombstone: number } | null): Promise<BaseChoice['log']> {
+  if (!head || claimed === null) return null;
+  const snap = await objects.getSnapshot(head.snapshot);
+  if (!snap.features?.includes('log')) return null;
+  // A generation this mount created itself (absorb, takeover) has an empty log nobody else can have claimed first.
+  return { gen: head.gen, nextSeq: head.gen === claimed.gen ? claimed.tombstone + 1 : 0 };
 }

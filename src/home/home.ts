@@ -22,7 +22,8 @@ import { decodeTree } from '../snapshot/codec.js';
 import { Excludes } from '../snapshot/excludes.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { GcFence } from '../snapshot/gcfence.js';
-import { seal, type SealDeps, type SealResult } from '../seal/seal.js';
+import { LogFencedError, LogFullError, seal, sealToLog, type SealDeps, type SealResult } from '../seal/seal.js';
+import { dropOldLogs } from '../snapshot/homelog.js';
 import { openStore } from '../store/open.js';
 import type { HomeMetrics } from '../metrics/homefs.js';
 import { MeteredStore } from '../store/metered.js';
@@ -31,7 +32,7 @@ import { defaults } from '../config.js';
 import type { Store } from '../store/store.js';
 import { retrying } from '../util/backoff.js';
 import { HeadConflictError, UserError, errorMessage } from '../util/errors.js';
-import { chooseBase } from './base.js';
+import { chooseBase, LOG_OK, LOG_SEQ } from './base.js';
 import { serveControl, type ControlReply, type ControlRequest } from './control.js';
 import { Lease } from './lease.js';
 import { homePaths, type HomePaths } from './paths.js';
@@ -103,6 +104,14 @@ export class MountedHome {
   });
   /** The org's gc fence and this mount's last look at it (snapshot/gcfence.ts). */
   private readonly gcFence: SealDeps['fence'];
+  /** Where fsyncs go (snapshot/homelog.ts): the log of HEAD generation `gen`, next sequence number; null: seals. */
+  private logState: { gen: number; nextSeq: number } | null = null;
+  private logSegments = 0;
+  private logBytes = 0;
+  /** Another host claimed this home's log: nothing more goes to the store from this mount. */
+  private fenced = false;
+  /** Logs of older generations may exist (from before this mount): the next seal deletes their segments. */
+  private oldLogs = true;
 
   private constructor(
     readonly cfg: MountConfig,
@@ -179,7 +188,7 @@ export class MountedHome {
           if (!(e instanceof HeadConflictError)) throw e;
           log.warn({ err: e.message }, 'local changes kept as a conflict snapshot');
         }
-      });
+      }, lease?.token ?? null);
       const journal = choice.journal;
       undo.push(async () => {
         await upper.closeAll();
@@ -199,6 +208,7 @@ export class MountedHome {
       const ra = choice.rootAttrs;
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
       const h = new MountedHome(cfg, paths, log, store, objects, cache, hot, journal, upper, content, view, lease, unlock, hooks);
+      h.logState = cfg.fsync === 'store' ? choice.log : null;
       undo.push(() => h.hashPool.close());
       undo.push(() => {
         h.control?.close();
@@ -293,17 +303,70 @@ export class MountedHome {
     });
   }
 
+  private sealDeps(): SealDeps {
+    return {
+      journal: this.journal, content: this.content, objects: this.objects,
+      excludes: new Excludes(this.cfg.excludes), home: this.cfg.home, host: this.host, parallelism: defaults.sealParallelism,
+      hash: (data) => this.hashPool.hash(data), fence: this.gcFence,
+    };
+  }
+
+  /** Whether an fsync can go to the log now (else it seals: no log yet, a seal pending, or the log is full). */
+  private logReady(): { gen: number; nextSeq: number } | null {
+    const l = this.logState;
+    if (!l || this.journal.base().gen !== l.gen || this.journal.getMeta<number>(LOG_OK) !== l.gen) return null;
+    return this.logSegments < defaults.logMaxSegments && this.logBytes < defaults.logMaxBytes ? l : null;
+  }
+
+  /**
+   * An fsync's one round trip: a log segment with everything changed since the last seal. False when that
+   * is too much for a segment (the caller seals instead).
+   */
+  private async logNow(l: { gen: number; nextSeq: number }, writer: string): Promise<boolean> {
+    const started = Date.now();
+    const seq = l.nextSeq++; // never reused, even after a failure (the entry may exist with this mount's bytes)
+    try {
+      const r = await sealToLog(this.sealDeps(), { gen: l.gen, seq, writer }, 'fsync', defaults.logMaxBytes);
+      if (r) {
+        this.journal.setMeta(LOG_SEQ, { gen: r.gen, seq: r.seq });
+        this.logSegments++;
+        this.logBytes = r.bytes;
+        this.lastError = null;
+        this.hooks.metrics.seals.inc({ reason: 'log', result: 'ok' });
+        this.hooks.metrics.sealSeconds.observe({ reason: 'log' }, (Date.now() - started) / 1000);
+        this.log.debug({ op: 'log', gen: r.gen, seq: r.seq, bytes: r.bytes, ms: r.durationMs }, 'logged');
+      }
+      return true;
+    } catch (e) {
+      if (e instanceof LogFullError) {
+        this.logBytes = Infinity; // until the seal that follows
+        return false;
+      }
+      if (e instanceof LogFencedError) this.fenced = true;
+      this.lastError = errorMessage(e);
+      this.hooks.metrics.seals.inc({ reason: 'log', result: 'error' });
+      this.hooks.metrics.errors.inc({ kind: 'seal' });
+      this.log.error({ op: 'log', gen: l.gen, seq, err: this.lastError }, 'fsync to the log failed');
+      throw e;
+    }
+  }
+
   private async sealNow(reason: string): Promise<SealResult | null> {
     if (this.cfg.readOnly) return null;
+    if (this.fenced) throw new LogFencedError(`${this.cfg.org}/${this.cfg.home}`);
     if (reason !== 'fsync') await this.flushKernel();
     if (this.lease?.lost) throw new UserError('this mount lost its lease to another host; its changes stay local and are not sealed');
+    const l = reason === 'fsync' && this.lease ? this.logReady() : null;
+    if (l && this.lease && (await this.logNow(l, this.lease.token))) return null;
     const started = Date.now();
+    // Until this seal commits, blocks it records as sealed may be referenced by no HEAD: no log segment may rely on them.
+    const base = this.journal.base();
+    this.journal.setMeta(LOG_OK, null);
     try {
-      const r = await seal({
-        journal: this.journal, content: this.content, objects: this.objects,
-        excludes: new Excludes(this.cfg.excludes), home: this.cfg.home, host: this.host, parallelism: defaults.sealParallelism,
-        hash: (data) => this.hashPool.hash(data), fence: this.gcFence,
-      }, reason);
+      const r = await seal(this.sealDeps(), reason);
+      this.journal.setMeta(LOG_OK, r ? r.gen : base.gen);
+      // Its snapshot requires readers to know logs: from now on fsyncs may go to the log of its generation.
+      if (r && this.lease && this.cfg.fsync === 'store') this.absorbed(r.gen);
       this.lastSealAt = Date.now();
       this.lastError = null;
       this.hooks.metrics.seals.inc({ reason, result: r ? 'ok' : 'clean' });
@@ -338,6 +401,17 @@ export class MountedHome {
     } catch (e) {
       this.log.warn({ op: 'hotset.save', err: errorMessage(e) }, 'cannot store the hot set; the next wake will be colder');
     }
+  }
+
+  /** After a seal committed generation `gen`: fsyncs go to its (empty) log; older logs are deleted. */
+  private absorbed(gen: number): void {
+    if (this.oldLogs || this.logSegments > 0) {
+      dropOldLogs(this.store, this.cfg.org, this.cfg.home, gen).catch((e: unknown) => this.log.warn({ err: errorMessage(e) }, 'deleting absorbed log segments failed (they are ignored; the next seal tries again)'));
+    }
+    this.oldLogs = false;
+    this.logState = { gen, nextSeq: 0 };
+    this.logSegments = 0;
+    this.logBytes = 0;
   }
 
   private async fsync(ino: number): Promise<void> {
@@ -398,7 +472,7 @@ export class MountedHome {
     const sealWithRetry = async (): Promise<void> => {
       last = (await retrying(() => this.sealer.request('sleep'), {
         retries: defaults.sleepSealRetries, baseMs: defaults.sleepSealRetryBaseMs, maxMs: defaults.sleepSealRetryMaxMs,
-        retryable: (e) => !(e instanceof HeadConflictError) && !this.lease?.lost,
+        retryable: (e) => !(e instanceof HeadConflictError) && !(e instanceof LogFencedError) && !this.lease?.lost,
       })) ?? last;
     };
     let failure: unknown;

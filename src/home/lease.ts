@@ -29,7 +29,7 @@ export class Lease {
     private readonly store: Store,
     private readonly org: string,
     private readonly home: string,
-    private readonly token: string,
+    readonly token: string,
     private readonly mountpoint: string,
     private readonly ttlMs: number,
     private readonly onLost: (by: LeaseRecord) => void,

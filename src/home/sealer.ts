@@ -22,7 +22,8 @@ export class Sealer<R> {
       this.next = after.then(() => {
         const reasons = this.nextReasons;
         this.nextReasons = [];
-        const p = this.start(reasons[0] ?? reason);
+        // A group that holds anything but fsyncs is run for that reason (a log segment serves fsyncs only).
+        const p = this.start(reasons.find((r) => r !== 'fsync') ?? reasons[0] ?? reason);
         this.next = null;
         return p;
       });

@@ -239,11 +239,18 @@ export class Content {
 
   /**
    * The seal's capture of one file, at one instant: under the content lock, every block of a dirty file
-   * that changed is read from the upper file and handed to `store` (which hashes and uploads it and
-   * returns its hash); then the file is recorded as sealed with the resulting block list. A file with
-   * nothing to seal returns its sealed blocks without reading anything. `captured` tells which happened.
+   * that changed is read from the upper file and handed to `store` (which hashes it, starts its upload and
+   * returns its hash). `captured` then receives the new block list at once (the seal composes trees from
+   * hashes while the uploads run); the file is recorded as sealed only after `landed` resolves (every upload
+   * `store` started for it is in the store), still under the lock. If `landed` throws, the file stays dirty.
+   * A file with nothing to seal returns its sealed blocks without reading anything; `captured` in the result
+   * tells which happened. With `record: false` (a log segment) the file is left as it is.
    */
-  sealFile(ino: number, store: (block: SealBlock, data: Buffer) => Promise<string>): Promise<SealedBlocks & { captured: boolean }> {
+  sealFile(
+    ino: number,
+    store: (block: SealBlock, data: Buffer) => Promise<string>,
+    hooks: { captured?: (r: SealedBlocks) => void; landed?: () => Promise<void>; record?: boolean } = {},
+  ): Promise<SealedBlocks & { captured: boolean }> {
     return this.serialize(ino, async () => {
       const node = this.journal.get(ino);
       if (!node) throw new Error(`seal: file inode ${ino} vanished`);
@@ -268,7 +275,10 @@ export class Content {
       };
       const done = await Promise.allSettled(Array.from({ length: Math.min(SEAL_WINDOW, plan.length) }, worker));
       for (const r of done) if (r.status === 'rejected') throw r.reason;
-      this.journal.update(ino, { content: sealedState(c, blocks, node.size) });
+      hooks.captured?.({ blocks, size: node.size });
+      await hooks.landed?.();
+      // A log segment (record: false) leaves the file dirty: the next seal captures it again.
+      if (hooks.record !== false) this.journal.update(ino, { content: sealedState(c, blocks, node.size) });
       return { blocks, size: node.size, captured: true };
     });
   }

@@ -67,4 +67,9 @@ export interface Snapshot {
   rootAttrs?: RootAttrs;
   /** Why it was sealed: push, fsync, idle, sync, sleep, fork, rollback, takeover. */
   reason?: string;
+  /**
+   * What a reader must know to read the home this snapshot is HEAD of (snapshot version 2): `log` means
+   * fsync'd changes may be in the home's log (snapshot/homelog.ts). Absent: version 1, nothing required.
+   */
+  features?: string[];
 }

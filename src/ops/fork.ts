@@ -10,6 +10,9 @@ import { readHead } from '../snapshot/heads.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { assertSnapshotComplete } from './refs.js';
 import { resolveHomeSnapshot } from '../snapshot/walk.js';
+import { segmentObjects } from '../snapshot/homelog.js';
+import { mapLimit } from '../util/concurrency.js';
+import { defaults } from '../config.js';
 import type { Store } from '../store/store.js';
 import { HeadConflictError, UserError } from '../util/errors.js';
 import type { HomeRef } from '../util/names.js';
@@ -38,8 +41,11 @@ export async function forkHome(store: Store, src: HomeRef, dst: HomeRef, opts: F
   const objects = new ObjectStore(store, src.org);
   const gc = new GcFence(store, src.org, opts.fence);
   const since = await gc.observe(); // before relying on the source snapshot (gcfence.ts)
-  const [from, existing] = await Promise.all([resolveHomeSnapshot(objects, src.home, src.snapshot), readHead(store, dst.org, dst.home)]);
+  const [source, existing] = await Promise.all([resolveHomeSnapshot(objects, src.home, src.snapshot), readHead(store, dst.org, dst.home)]);
   if (existing) throw new UserError(`home ${dst.org}/${dst.home} already exists (generation ${existing.gen}); fork into a new name`);
+  const from = source.snapshot;
+  // What the source fsync'd since its HEAD is only in its log: its objects become ordinary ones first.
+  if (source.segment) await mapLimit([...segmentObjects(src.org, source.segment)], defaults.storeParallelism, ([key, data]) => store.put(key, data));
   const snap = await objects.getSnapshot(from);
   const { snapshot, gen } = await commitSnapshot(objects, dst.home, null, { root: snap.root, parent: from, stats: snap.stats, reason: 'fork' }, {
     fence: { gc, since, reverify: () => assertSnapshotComplete(objects, from, `fork of ${src.org}/${src.home}`) },

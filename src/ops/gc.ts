@@ -2,7 +2,7 @@
  * Garbage collection of one org, mark and sweep:
  *
  *  1. retention: each home keeps its newest `keep` generations (history.ts; not in a dry run);
- *  2. mark: every retained generation and every conflict record of every home of the org, walked down to
+ *  2. mark: every retained generation, every conflict record and the live log segment of every home of the org, walked down to
  *     its trees and blocks (refs.ts, memoized by tree hash);
  *  3. sweep candidates: objects under `<org>/blocks/` and `<org>/meta/` that are unmarked AND older than the
  *     grace period (default 24 h) by their store mtime;
@@ -73,7 +73,7 @@ const HASH = /^[0-9a-f]{64}$/;
 
 async function retainedRoots(store: Store, org: string, homes: readonly string[], keep: number): Promise<Root[]> {
   const roots: Root[] = [];
-  for (const h of homes) roots.push(...(await homeRoots(store, org, h, keep)));
+  for (const h of homes) roots.push(...(await homeRoots(store, org, h, keep, true)));
   return roots;
 }
 
@@ -81,7 +81,7 @@ async function mark(objects: ObjectStore, roots: readonly Root[], into: Reachabl
   let i = 0;
   for (const r of roots) {
     try {
-      await markSnapshot(objects, r.snapshot, into);
+      await markSnapshot(r.objects ?? objects, r.snapshot, into);
     } catch (e) {
       throw new UserError(`gc stopped before deleting anything: snapshot ${r.snapshot.slice(0, 12)} of ${objects.org}/${r.home} (${r.source}) cannot be read: ${errorMessage(e)}; run 'homefs verify --org ${objects.org}'`);
     }

@@ -10,7 +10,8 @@ import { blockRanges } from '../hash/blake3.js';
 import { conflictsPrefix, headsPrefix, homesPrefix, keyHome, keyOrg } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { listHistory, type HeadRecord } from '../snapshot/heads.js';
-import type { ObjectStore } from '../snapshot/objects.js';
+import { ObjectStore } from '../snapshot/objects.js';
+import { liveHead } from '../snapshot/homelog.js';
 import type { TreeEntry } from '../model/tree.js';
 import { NotFoundError, UserError } from '../util/errors.js';
 import { validateName } from '../util/names.js';
@@ -61,15 +62,24 @@ export async function listConflicts(store: Store, org: string, home: string): Pr
 export interface Root {
   home: string;
   snapshot: string;
-  /** `gen 12` or `conflict <key>`. */
+  /** `gen 12`, `conflict <key>` or `log gen 12 seq 3`. */
   source: string;
+  /** How to read it when that differs from the org's objects (a log segment's snapshot: homelog.ts). */
+  objects?: ObjectStore;
 }
 
-/** The retained roots of one home: the newest `keep` generations (all when keep is Infinity) and conflicts. */
-export async function homeRoots(store: Store, org: string, home: string, keep = Infinity): Promise<Root[]> {
+/**
+ * The retained roots of one home: the newest `keep` generations (all when keep is Infinity) and conflicts,
+ * and with `log`, the live log segment (what was fsync'd since HEAD; it references store objects too).
+ */
+export async function homeRoots(store: Store, org: string, home: string, keep = Infinity, log = false): Promise<Root[]> {
   const history: HeadRecord[] = await listHistory(store, org, home, keep);
   const roots: Root[] = history.map((h) => ({ home, snapshot: h.snapshot, source: `gen ${h.gen}` }));
   for (const c of await listConflicts(store, org, home)) roots.push({ home, snapshot: c.snapshot, source: `conflict ${c.key}` });
+  if (log) {
+    const live = await liveHead(new ObjectStore(store, org), home);
+    if (live.segment) roots.push({ home, snapshot: live.segment.snapshot, source: `log gen ${live.segment.gen} seq ${live.segment.seq}`, objects: live.objects });
+  }
   return roots;
 }
 

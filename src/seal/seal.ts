@@ -8,12 +8,15 @@
  *
  * Walks from the root only into changed directories, so the cost is proportional to what changed, not to
  * the size of the home. Only dirty files are read, and of large files only their dirty 4 MiB blocks;
- * blocks the store already has are not uploaded. Objects are written bottom-up (blocks → trees → snapshot
- * → HEAD, the last two by commitSnapshot). Each file is captured under its content lock, so at one
- * instant; anything changed while the seal runs stays in the change set for the next one.
+ * blocks the store already has are not uploaded. Every tree is computed locally (a tree's hash needs only
+ * its entries), so blocks, trees and the snapshot go up in parallel as soon as each is known, and HEAD is
+ * written last, once all have landed (commitSnapshot): two round trips at any depth, not one per level.
+ * Each file is captured under its content lock, so at one instant, and recorded as sealed only once its
+ * blocks have landed; anything changed while the seal runs stays in the change set for the next one.
  */
 import { hashBuffer } from '../hash/blake3.js';
 import type { Content } from '../inodes/content.js';
+import type { SealBlock } from '../inodes/filestate.js';
 import type { Journal } from '../inodes/journal.js';
 import { ROOT_INO, type Inode } from '../inodes/types.js';
 import { treeEntry } from '../model/entry.js';
@@ -21,8 +24,12 @@ import type { SnapshotStats, TreeEntry } from '../model/tree.js';
 import { commitSnapshot } from '../snapshot/commit.js';
 import type { Excludes } from '../snapshot/excludes.js';
 import { reverifyReused, type EpochState, type GcFence } from '../snapshot/gcfence.js';
-import { ReuseLog, SMALL_OBJECT, type ObjectStore } from '../snapshot/objects.js';
-import { mapLimit } from '../util/concurrency.js';
+import { ObjectStore, ReuseLog, SMALL_OBJECT } from '../snapshot/objects.js';
+import { createEntry, encodeSegment, type LogObject } from '../snapshot/homelog.js';
+import { logKey } from '../store/keys.js';
+import type { ObjectInfo, Store } from '../store/store.js';
+import { mapLimit, Semaphore } from '../util/concurrency.js';
+import { NotFoundError, UserError } from '../util/errors.js';
 
 export interface SealDeps {
   journal: Journal;
@@ -41,6 +48,9 @@ export interface SealDeps {
 
 /** A previous seal's last look at the gc epoch serves as the next seal's first look for this long. */
 const FENCE_REUSE_MS = 30_000;
+
+/** Tree writes in flight at once (small objects; blocks are bounded by `parallelism`, their bytes wait in memory). */
+const META_WRITES = 64;
 
 /** Where a block this seal deduplicated against (did not upload) came from, to upload it again if a gc took it. */
 interface ReusedBlock {
@@ -78,28 +88,177 @@ export async function seal(deps: SealDeps, reason: string): Promise<SealResult |
   const since = last && last.done && deps.fence.gc.opts.monotonic() - last.atMs < FENCE_REUSE_MS ? last : await deps.fence.gc.observe();
   const d: SealDeps = { ...deps, objects: deps.objects.tracking(new ReuseLog()) };
   const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 }, reused: new Map() };
-  const memo: Memo = new Map();
-  const root = await sealDir(d, ROOT_INO, '', tally, memo);
+  const w = new Writes(Math.max(2, d.parallelism * 2));
+  const root = await sealDir(d, ROOT_INO, '', tally, { memo: new Map(), w, record: true });
   const r = d.journal.get(ROOT_INO);
   const prevStats = d.journal.getMeta<SnapshotStats>('stats');
   const reverify = reverifyReused(d.objects, (gone) => reupload(d, gone, tally.reused));
+  // Every tree is known: its blocks, trees and the snapshot go up together, HEAD after all have landed.
+  const landed = w.all().then(() => {
+    for (const [ino, hash] of w.trees) d.journal.setSealedTree(ino, hash);
+  });
   const { snapshot, gen, observed } = await commitSnapshot(d.objects, d.home, base.gen, {
     root, parent: base.snapshot, host: d.host, stats: { ...mergeStats(prevStats, tally.stats), bytes: d.content.usedBytes }, reason,
-    ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}),
-  }, { fence: { gc: d.fence.gc, since, reverify } });
+    ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}), features: [...HOME_FEATURES],
+  }, { fence: { gc: d.fence.gc, since, reverify }, pending: landed });
   deps.fence.observed = observed;
   d.journal.sealCommitted({ snapshot, gen }, floor);
   return { snapshot, gen, filesHashed: tally.filesHashed, bytesHashed: tally.bytesHashed, blocksNew: tally.blocksNew, bytesUploaded: tally.bytesUploaded, durationMs: Date.now() - started };
 }
+
+/** Where a log segment goes: HEAD generation, sequence number, and the state directory writing it. */
+export interface LogTarget {
+  gen: number;
+  seq: number;
+  writer: string;
+}
+
+export interface LogResult {
+  snapshot: string;
+  gen: number;
+  seq: number;
+  /** Size of the segment written. */
+  bytes: number;
+  durationMs: number;
+}
+
+/** The log entry this holder was to create exists with other bytes: another host claimed the log (takeover). */
+export class LogFencedError extends UserError {
+  constructor(home: string) {
+    super(`another host took ${home} over: this mount's fsync is not in the store and this mount seals nothing more; its changes stay in its state directory`);
+    this.name = 'LogFencedError';
+  }
+}
+
+/** What an fsync would put in one segment is more than a segment may hold: seal instead. */
+export class LogFullError extends Error {
+  constructor(maxBytes: number) {
+    super(`more than ${maxBytes} bytes changed since the last seal: too much for one log segment`);
+    this.name = 'LogFullError';
+  }
+}
+
+/** A Store that keeps what is written in memory, up to `maxBytes`: the objects of one log segment. */
+class Collected implements Store {
+  readonly url = 'memory:segment';
+  readonly objects = new Map<string, LogObject>();
+  private bytes = 0;
+  constructor(private readonly maxBytes: number) {}
+  async has(): Promise<Set<string>> {
+    return new Set();
+  }
+  async get(key: string): Promise<Buffer> {
+    throw new NotFoundError(key);
+  }
+  async getRange(key: string): Promise<Buffer> {
+    throw new NotFoundError(key);
+  }
+  async put(key: string, data: Buffer): Promise<void> {
+    if (!this.objects.has(key)) this.bytes += data.length;
+    if (this.bytes > this.maxBytes) throw new LogFullError(this.maxBytes);
+    const parts = key.split('/');
+    const kind = parts[1] === 'blocks' ? 'block' : 'meta';
+    this.objects.set(key, { kind, hash: parts[3] ?? '', data });
+  }
+  async putIfAbsent(): Promise<boolean> {
+    throw new Error('a log segment writes no HEAD');
+  }
+  async *list(): AsyncIterable<ObjectInfo> {
+    // nothing to list
+  }
+  async delete(): Promise<void> {
+    throw new Error('a log segment deletes nothing');
+  }
+  async close(): Promise<void> {
+    // nothing to release
+  }
+}
+
+/**
+ * An fsync's commit to the home's log (snapshot/homelog.ts): the same walk as a seal, but every object the
+ * pending snapshot needs beyond HEAD's goes inline into one create-only segment, so it costs one round trip.
+ * Nothing is recorded in the journal (the next seal captures everything again, and absorbs the log); nothing
+ * is deduplicated against the store, so the segment relies only on HEAD's snapshot, which gc keeps.
+ * Returns null when nothing changed since the last seal. Throws LogFencedError if another host claimed the log,
+ * LogFullError (before writing anything) if the segment would hold more than `maxBytes` of objects.
+ */
+export async function sealToLog(deps: SealDeps, target: LogTarget, reason: string, maxBytes: number): Promise<LogResult | null> {
+  const started = Date.now();
+  const base = deps.journal.base();
+  if (deps.journal.changedCount === 0) return null;
+  if (base.snapshot === null || base.gen !== target.gen) throw new Error(`log: the journal is based on generation ${String(base.gen)}, not ${target.gen}`);
+  const collected = new Collected(maxBytes);
+  const d: SealDeps = { ...deps, objects: new ObjectStore(collected, deps.objects.org) };
+  const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 }, reused: new Map() };
+  const w = new Writes(Math.max(2, d.parallelism * 2));
+  const root = await sealDir(d, ROOT_INO, '', tally, { memo: new Map(), w, record: false });
+  await w.all();
+  const r = d.journal.get(ROOT_INO);
+  const prevStats = d.journal.getMeta<SnapshotStats>('stats');
+  const time = new Date().toISOString();
+  const home = `${deps.objects.org}/${d.home}`;
+  const snapshot = await d.objects.putSnapshot({
+    root, parent: base.snapshot, home, time, host: d.host, stats: { ...mergeStats(prevStats, tally.stats), bytes: d.content.usedBytes }, reason,
+    ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}), features: [...HOME_FEATURES],
+  });
+  const seg = encodeSegment({ home, gen: target.gen, seq: target.seq, writer: target.writer, snapshot, time, objects: [...collected.objects.values()] });
+  if (!(await createEntry(deps.objects.store, logKey(deps.objects.org, d.home, target.gen, target.seq), seg))) throw new LogFencedError(home);
+  return { snapshot, gen: target.gen, seq: target.seq, bytes: seg.length, durationMs: Date.now() - started };
+}
+
+/** What every snapshot of a mounted home requires of its readers: they must know its log. */
+const HOME_FEATURES = ['log'] as const;
 
 /** File and directory counts are approximate for partially loaded homes (bytes come from the exact count the content layer keeps). */
 function mergeStats(prev: SnapshotStats | undefined, seen: SnapshotStats): SnapshotStats {
   return prev ? { files: Math.max(prev.files, seen.files), dirs: Math.max(prev.dirs, seen.dirs), bytes: Math.max(prev.bytes, seen.bytes) } : seen;
 }
 
-type Memo = Map<number, Promise<{ blocks: string[]; size: number }>>;
+/**
+ * The store writes of one seal, started as soon as each object is known and awaited together before HEAD.
+ * At most `limit` run at once (block bytes stay in memory until their write lands).
+ */
+class Writes {
+  private readonly blockSlots: Semaphore;
+  private readonly metaSlots = new Semaphore(META_WRITES);
+  private readonly inflight: Array<Promise<unknown>> = [];
+  /** Directories whose new tree is being written: recorded in the journal once everything has landed. */
+  readonly trees: Array<[number, string]> = [];
 
-async function sealDir(d: SealDeps, ino: number, path: string, t: Tally, memo: Memo): Promise<string> {
+  constructor(blockLimit: number) {
+    this.blockSlots = new Semaphore(blockLimit);
+  }
+
+  /** Waits for a free slot, then starts `write`; returns (wrapped, so as not to wait for it) its promise. */
+  async start(kind: 'block' | 'meta', write: () => Promise<unknown>): Promise<{ landed: Promise<unknown> }> {
+    const release = await (kind === 'block' ? this.blockSlots : this.metaSlots).acquire();
+    const p = write().finally(release);
+    p.catch(() => undefined); // observed by all()
+    this.inflight.push(p);
+    return { landed: p };
+  }
+
+  /** Tracks a promise that the seal must see settle (a file's capture with its uploads) before HEAD. */
+  track(p: Promise<unknown>): void {
+    p.catch(() => undefined); // observed by all()
+    this.inflight.push(p);
+  }
+
+  /** Every write started or tracked so far (including those started while waiting); rejects with the first failure. */
+  async all(): Promise<void> {
+    for (let i = 0; i < this.inflight.length; i++) await this.inflight[i];
+  }
+}
+
+interface Walk {
+  /** A hard-linked file's inode is captured once: its block list, known when its bytes are hashed. */
+  memo: Map<number, Promise<{ blocks: string[]; size: number }>>;
+  w: Writes;
+  /** False for a log segment: files stay dirty and trees are not recorded (the next seal captures them again). */
+  record: boolean;
+}
+
+async function sealDir(d: SealDeps, ino: number, path: string, t: Tally, walk: Walk): Promise<string> {
   const dir = d.journal.get(ino);
   if (!dir) throw new Error(`seal: directory inode ${ino} vanished`);
   if (dir.tree && (!dir.loaded || d.journal.changedSeq(ino) === undefined)) return dir.tree;
@@ -114,22 +273,24 @@ async function sealDir(d: SealDeps, ino: number, path: string, t: Tally, memo: M
   }
   const entries = await mapLimit(kids, d.parallelism, async ([name, child]) => {
     const childPath = path ? `${path}/${name}` : name;
-    return entryFor(d, name, child, childPath, t, memo);
+    return entryFor(d, name, child, childPath, t, walk);
   });
   entries.sort((a, b) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name)));
-  const hash = await d.objects.putTree({ entries });
-  d.journal.setSealedTree(ino, hash);
-  return hash;
+  // The tree's hash is computed here; its write goes up with everything else, not one level per round trip.
+  const staged = d.objects.stageTree({ entries });
+  await walk.w.start('meta', staged.write);
+  if (walk.record) walk.w.trees.push([ino, staged.hash]);
+  return staged.hash;
 }
 
-async function entryFor(d: SealDeps, name: string, node: Inode, path: string, t: Tally, memo: Memo): Promise<TreeEntry> {
-  if (node.kind === 'dir') return treeEntry(name, node, { tree: await sealDir(d, node.ino, path, t, memo), nlink: node.nlink });
+async function entryFor(d: SealDeps, name: string, node: Inode, path: string, t: Tally, walk: Walk): Promise<TreeEntry> {
+  if (node.kind === 'dir') return treeEntry(name, node, { tree: await sealDir(d, node.ino, path, t, walk), nlink: node.nlink });
   if (node.kind !== 'file') return treeEntry(name, node, linkOf(node));
   t.stats.files++;
-  let p = memo.get(node.ino);
+  let p = walk.memo.get(node.ino);
   if (!p) {
-    p = sealFile(d, node.ino, t);
-    memo.set(node.ino, p);
+    p = sealFile(d, node.ino, t, walk.w, walk.record);
+    walk.memo.set(node.ino, p);
   }
   const { blocks, size } = await p;
   // The capture may have waited for writes queued before it: take the times they left.
@@ -143,27 +304,47 @@ function linkOf(node: Inode): { link?: number; nlink?: number } {
   return node.nlink > 1 && node.linkId !== undefined ? { link: node.linkId, nlink: node.nlink } : {};
 }
 
-/** New block list of a file: its changed blocks hashed (and uploaded if new) from its upper file. */
-async function sealFile(d: SealDeps, ino: number, t: Tally): Promise<{ blocks: string[]; size: number }> {
-  const r = await d.content.sealFile(ino, async (block, bytes) => {
+/**
+ * New block list of a file: its changed blocks hashed from its upper file, their uploads started (if new).
+ * Resolves as soon as the block list is known; the file is recorded as sealed once its uploads have landed,
+ * which the seal waits for (through `w`) before HEAD.
+ */
+function sealFile(d: SealDeps, ino: number, t: Tally, w: Writes, record: boolean): Promise<{ blocks: string[]; size: number }> {
+  const uploads: Array<Promise<unknown>> = [];
+  const store = async (block: SealBlock, bytes: Buffer): Promise<string> => {
     let data = bytes;
     let hash: string;
     if (d.hash) ({ hash, data } = await d.hash(data));
     else hash = hashBuffer(data);
     t.bytesHashed += block.length;
-    // Small blocks are written again rather than asked about (one round trip instead of two).
-    const upload = data.length <= SMALL_OBJECT || (await d.objects.missingBlocks([hash])).size > 0;
-    if (upload) {
-      await d.objects.putBlock(hash, data);
-      t.blocksNew++;
-      t.bytesUploaded += block.length;
-    } else {
-      t.reused.set(hash, { ino, offset: block.offset, length: block.length });
-    }
+    const { landed } = await w.start('block', async () => {
+      // Small blocks are written again rather than asked about (one round trip instead of two).
+      const upload = data.length <= SMALL_OBJECT || (await d.objects.missingBlocks([hash])).size > 0;
+      if (upload) {
+        await d.objects.putBlock(hash, data);
+        t.blocksNew++;
+        t.bytesUploaded += block.length;
+      } else {
+        t.reused.set(hash, { ino, offset: block.offset, length: block.length });
+      }
+    });
+    uploads.push(landed);
     return hash;
+  };
+  return new Promise((resolve, reject) => {
+    const done = d.content.sealFile(ino, store, {
+      captured: resolve,
+      record,
+      landed: async () => {
+        await Promise.all(uploads);
+      },
+    });
+    w.track(done);
+    done.then((r) => {
+      if (r.captured) t.filesHashed++;
+      resolve(r);
+    }, reject);
   });
-  if (r.captured) t.filesHashed++;
-  return { blocks: r.blocks, size: r.size };
 }
 
 /**

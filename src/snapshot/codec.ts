@@ -367,7 +367,12 @@ interface SnapshotJson {
   stats: { files: number; dirs: number; bytes: number };
   rootAttrs?: { mode: number; uid: number; gid: number; mtimeNs: string };
   reason?: string;
+  features?: string[];
 }
+
+/** Features a snapshot may require of its readers (version 2 lists them); an unknown one is refused. */
+export const KNOWN_FEATURES: readonly string[] = ['log'];
+const SNAPSHOT_VERSION_FEATURES = 2;
 
 const HOME_REF = /^[a-z0-9][a-z0-9._-]{0,62}\/[a-z0-9][a-z0-9._-]{0,62}$/;
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
@@ -395,11 +400,18 @@ function validateSnapshot(s: Snapshot, what: string): void {
     if (typeof r.mtimeNs !== 'bigint' || r.mtimeNs < I64_MIN || r.mtimeNs > I64_MAX) bad('rootAttrs.mtimeNs out of range');
   }
   if (s.reason !== undefined && (typeof s.reason !== 'string' || !/^[a-z-]{1,32}$/.test(s.reason))) bad(`reason ${JSON.stringify(s.reason)} invalid`);
+  if (s.features !== undefined) {
+    const f: unknown = s.features;
+    if (!Array.isArray(f) || f.length === 0 || f.some((x) => typeof x !== 'string' || !/^[a-z0-9-]{1,32}$/.test(x))) bad('features is not a list of names');
+    const unknown = s.features.filter((x) => !KNOWN_FEATURES.includes(x));
+    if (unknown.length > 0) bad(`it needs features this homefs does not know (${unknown.join(', ')}): upgrade homefs`);
+    if ([...s.features].sort().join() !== s.features.join() || new Set(s.features).size !== s.features.length) bad('features not sorted and unique');
+  }
 }
 
 function canonicalSnapshot(s: Snapshot): SnapshotJson {
   const j: SnapshotJson = {
-    version: SNAPSHOT_VERSION,
+    version: s.features !== undefined ? SNAPSHOT_VERSION_FEATURES : SNAPSHOT_VERSION,
     root: s.root,
     parent: s.parent,
     home: s.home,
@@ -412,6 +424,7 @@ function canonicalSnapshot(s: Snapshot): SnapshotJson {
     j.rootAttrs = { mode: r.mode, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs.toString() };
   }
   if (s.reason !== undefined) j.reason = s.reason;
+  if (s.features !== undefined) j.features = [...s.features];
   return j;
 }
 
@@ -432,7 +445,10 @@ export function decodeSnapshot(buf: Buffer, idForErrors?: string): Snapshot {
   }
   if (typeof j !== 'object' || j === null || Array.isArray(j)) throw new FormatError(what, 'not a JSON object');
   const o = j as Record<string, unknown>;
-  if (o.version !== SNAPSHOT_VERSION) throw new FormatError(what, `unsupported snapshot version ${JSON.stringify(o.version)} (this homefs reads version ${SNAPSHOT_VERSION})`);
+  if (o.version !== SNAPSHOT_VERSION && o.version !== SNAPSHOT_VERSION_FEATURES) {
+    throw new FormatError(what, `unsupported snapshot version ${JSON.stringify(o.version)} (this homefs reads versions ${SNAPSHOT_VERSION} and ${SNAPSHOT_VERSION_FEATURES}): upgrade homefs`);
+  }
+  if ((o.version === SNAPSHOT_VERSION_FEATURES) !== (o.features !== undefined)) throw new FormatError(what, `version ${String(o.version)} ${o.features === undefined ? 'without' : 'with'} a features list`);
   const stats = (typeof o.stats === 'object' && o.stats !== null ? o.stats : {}) as Record<string, unknown>;
   const s: Snapshot = {
     root: o.root as string,
@@ -448,6 +464,7 @@ export function decodeSnapshot(buf: Buffer, idForErrors?: string): Snapshot {
     s.rootAttrs = { mode: r.mode as number, uid: r.uid as number, gid: r.gid as number, mtimeNs: BigInt(r.mtimeNs) };
   }
   if (o.reason !== undefined) s.reason = o.reason as string;
+  if (o.features !== undefined) s.features = o.features as string[];
   validateSnapshot(s, what);
   if (!encodeSnapshot(s).equals(buf)) throw new FormatError(what, 'not in canonical form (unknown fields, key order or whitespace)');
   return s;

@@ -3,8 +3,9 @@
  * all end here, so the order "every referenced object first, then the snapshot, then HEAD" and any check
  * that must run right before HEAD is written live in one place.
  *
- * The caller has already written everything the snapshot references (blocks, trees). This writes the
- * snapshot object and creates HEAD generation `fromGen + 1` with create-if-absent (heads.ts), under the
+ * The caller has written everything the snapshot references (blocks, trees), or passes the writes still in
+ * flight as `pending`. This writes the snapshot object (in parallel with those writes and the gc fence's
+ * last look) and then creates HEAD generation `fromGen + 1` with create-if-absent (heads.ts), under the
  * gc fence when one is given (gcfence.ts: waits out an overlapping gc and re-verifies first). A lost race
  * leaves HEAD unchanged, records the snapshot under `conflicts/` and throws HeadConflictError.
  */
@@ -26,6 +27,8 @@ export interface NewSnapshot {
   rootAttrs?: RootAttrs;
   /** Defaults to this machine's hostname. */
   host?: string;
+  /** What readers of the home must know (snapshot version 2), e.g. `['log']` for a mounted home. */
+  features?: string[];
 }
 
 export interface CommitOptions {
@@ -34,6 +37,11 @@ export interface CommitOptions {
    * make everything the snapshot references present again after an overlapping gc (or throw to give up).
    */
   fence?: { gc: GcFence; since: EpochState; reverify: () => Promise<void> };
+  /**
+   * Writes of objects the snapshot references that are still in flight. The snapshot object and the gc
+   * fence's look before HEAD go up in parallel with them; HEAD is written only after all have landed.
+   */
+  pending?: Promise<unknown>;
 }
 
 export interface Committed {
@@ -48,13 +56,18 @@ export interface Committed {
  * `fromGen` is null). Throws HeadConflictError if that generation was taken by another writer.
  */
 export async function commitSnapshot(objects: ObjectStore, home: string, fromGen: number | null, s: NewSnapshot, opts: CommitOptions = {}): Promise<Committed> {
-  const snapshot = await objects.putSnapshot({
-    root: s.root, parent: s.parent, home: `${objects.org}/${home}`, time: new Date().toISOString(), host: s.host ?? hostname(),
-    stats: s.stats, reason: s.reason, ...(s.rootAttrs ? { rootAttrs: s.rootAttrs } : {}),
-  });
-  const write = (): Promise<number> => advanceHead(objects.store, objects.org, home, fromGen, snapshot);
   const f = opts.fence;
+  // One round trip for everything but HEAD: the snapshot, the pending objects and the fence's look (C3).
+  const [snapshot, first] = await Promise.all([
+    objects.putSnapshot({
+      root: s.root, parent: s.parent, home: `${objects.org}/${home}`, time: new Date().toISOString(), host: s.host ?? hostname(),
+      stats: s.stats, reason: s.reason, ...(s.rootAttrs ? { rootAttrs: s.rootAttrs } : {}), ...(s.features ? { features: s.features } : {}),
+    }),
+    f ? f.gc.recheck(f.since) : Promise.resolve(undefined),
+    opts.pending,
+  ]);
+  const write = (): Promise<number> => advanceHead(objects.store, objects.org, home, fromGen, snapshot);
   if (!f) return { snapshot, gen: await write(), observed: null };
-  const { result, observed } = await f.gc.commit(f.since, f.reverify, write);
+  const { result, observed } = await f.gc.commit(f.since, f.reverify, write, first);
   return { snapshot, gen: result, observed };
 }

@@ -111,6 +111,19 @@ export class GcFence {
     return { epoch, done, startedMs: rec?.startedMs ?? 0, waitMs: rec?.waitMs ?? 0, atMs };
   }
 
+  /**
+   * A new look, as `observe` would answer it, with one existence check instead of a LIST when `since` saw
+   * no gc running: epochs are created one after another (`beginEpoch` creates n+1 only after seeing n), so
+   * while epoch `since.epoch + 1` does not exist, the newest epoch is still `since.epoch`, and done stays
+   * done. When it exists, this is `observe`.
+   */
+  async recheck(since: EpochState): Promise<EpochState> {
+    if (!since.done) return this.observe();
+    const next = gcEpochKey(this.org, since.epoch === null ? 0 : since.epoch + 1);
+    if ((await this.store.has([next])).has(next)) return this.observe();
+    return { ...since, atMs: this.opts.monotonic() };
+  }
+
   private async record(epoch: number): Promise<EpochRecord | null> {
     if (!this.records.has(epoch)) {
       // A missing or unreadable record counts as unknown (never stale, no wait to rely on); store errors propagate.
@@ -157,16 +170,25 @@ export class GcFence {
    * existing object. When a gc may have overlapped, waits for it, runs `reverify` (which must make every
    * object the commit references present again, or throw), and looks again. Returns write's result and the
    * observation made right before it (a safe `since` for the next commit of the same process).
+   *
+   * `first`, when given, is the C3 look already made by the caller (concurrently with writing the objects
+   * the commit references, which must all have landed before this is called): it is used when it is at most
+   * `commitDeadlineMs` old, so a commit's last round trip before HEAD is only HEAD itself.
    */
-  async commit<T>(since: EpochState, reverify: () => Promise<void>, write: () => Promise<T>): Promise<{ result: T; observed: EpochState }> {
+  async commit<T>(since: EpochState, reverify: () => Promise<void>, write: () => Promise<T>, first?: EpochState): Promise<{ result: T; observed: EpochState }> {
     let base = since;
+    let now = first ?? (await this.observe());
     for (;;) {
-      const now = await this.observe();
       if (this.safe(base, now) && this.opts.monotonic() - now.atMs <= this.opts.commitDeadlineMs) {
         return { result: await write(), observed: now };
       }
+      if (this.safe(base, now)) {
+        now = await this.observe(); // only too old: look again
+        continue;
+      }
       base = now.done || this.isStale(now) ? now : await this.settled();
       await reverify();
+      now = await this.observe();
     }
   }
 

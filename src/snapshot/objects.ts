@@ -87,8 +87,7 @@ export class ObjectStore {
     return verifyObject(key, hash, await this.store.get(key));
   }
 
-  private async putMeta(data: Buffer): Promise<string> {
-    const hash = hashBuffer(data);
+  private async putMeta(data: Buffer, hash = hashBuffer(data)): Promise<string> {
     const key = metaKey(this.org, hash);
     // A small object is cheaper to write again (idempotent) than to ask about first: one round trip.
     if (data.length <= SMALL_OBJECT || !(await this.store.has([key])).has(key)) await this.store.put(key, data);
@@ -103,6 +102,13 @@ export class ObjectStore {
   /** Stores a tree (unless present) and returns its hash. */
   async putTree(tree: Tree): Promise<string> {
     return this.putMeta(encodeTree(tree));
+  }
+
+  /** A tree's hash, computed locally, and the write that stores it (started by the caller when it likes). */
+  stageTree(tree: Tree): { hash: string; write: () => Promise<string> } {
+    const data = encodeTree(tree);
+    const hash = hashBuffer(data);
+    return { hash, write: () => this.putMeta(data, hash) };
   }
 
   async getSnapshot(id: string): Promise<Snapshot> {

@@ -6,16 +6,20 @@
  */
 import { blockRanges } from '../hash/blake3.js';
 import { CorruptObjectError, NotFoundError, UserError } from '../util/errors.js';
-import { readHead } from './heads.js';
+import { liveHead, type Segment } from './homelog.js';
 import type { ObjectStore } from './objects.js';
 import type { TreeEntry } from '../model/tree.js';
 
-/** The snapshot id `org/home@snap` refers to (HEAD when `snap` is absent). UserError if there is none. */
-export async function resolveHomeSnapshot(objects: ObjectStore, home: string, snap?: string): Promise<string> {
-  if (snap !== undefined) return objects.resolveSnapshot(snap);
-  const head = await readHead(objects.store, objects.org, home);
-  if (!head) throw new UserError(`home ${objects.org}/${home} has no snapshots in ${objects.store.url}`);
-  return head.snapshot;
+/**
+ * The snapshot `org/home@snap` refers to, and the objects to read it through. Without `snap` it is the
+ * home's current state: HEAD plus what was fsync'd since (the newest segment of its log, whose objects
+ * `objects` then also serves; homelog.ts). UserError if there is none.
+ */
+export async function resolveHomeSnapshot(objects: ObjectStore, home: string, snap?: string): Promise<{ snapshot: string; objects: ObjectStore; segment: Segment | null }> {
+  if (snap !== undefined) return { snapshot: await objects.resolveSnapshot(snap), objects, segment: null };
+  const live = await liveHead(objects, home);
+  if (live.snapshot === null) throw new UserError(`home ${objects.org}/${home} has no snapshots in ${objects.store.url}`);
+  return { snapshot: live.snapshot, objects: live.objects, segment: live.segment };
 }
 
 export interface ResolvedPath {

@@ -84,6 +84,20 @@ export function headKey(org: string, home: string, gen: number): string {
   return headsPrefix(org, home) + encodeGen(gen);
 }
 
+/** A home's fsync log for HEAD generation `gen` (snapshot/homelog.ts); entries sort newest first. */
+export function logPrefix(org: string, home: string, gen: number): string {
+  return `${homePrefix(org, home)}log/${encodeGen(gen)}/`;
+}
+
+export function logKey(org: string, home: string, gen: number, seq: number): string {
+  return logPrefix(org, home, gen) + encodeGen(seq);
+}
+
+/** Every log of the home, all generations. */
+export function logsPrefix(org: string, home: string): string {
+  return `${homePrefix(org, home)}log/`;
+}
+
 export function conflictsPrefix(org: string, home: string): string {
   return `${homePrefix(org, home)}conflicts/`;
 }

@@ -1,0 +1,310 @@
+/**
+ * A home's fsync log (issue 12, docs/format.md "Log segments"): what `--fsync store` writes instead of a
+ * whole seal, so that an fsync costs one store round trip at any depth.
+ *
+ * A segment is one create-only object `<org>/homes/<home>/log/<G>/<seq>` under HEAD generation G. It holds
+ * a complete pending snapshot relative to HEAD G: the snapshot object and every block and tree that the
+ * snapshot references and HEAD G's snapshot does not, inline, so one atomic PUT makes it whole. Segments of
+ * one generation are cumulative: the newest valid one is the home's state. A tombstone at the same keys
+ * (written by a host that wakes or takes over, at the next free sequence number) makes the previous
+ * holder's next segment fail, so nothing a fenced holder writes is ever counted.
+ *
+ * Readers use `liveHead`: HEAD, plus the newest valid segment of HEAD's generation, with an ObjectStore
+ * that serves the segment's objects. Segments that are truncated, corrupted, for another home or
+ * generation, or from a newer format are rejected with one warning each and skipped.
+ */
+import { hashBuffer } from '../hash/blake3.js';
+import { blockKey, headKey, logKey, logPrefix, logsPrefix, metaKey, decodeGen } from '../store/keys.js';
+import type { ObjectInfo, Store } from '../store/store.js';
+import { FormatError, NotFoundError } from '../util/errors.js';
+import { readHead, type HeadRecord } from './heads.js';
+import { ObjectStore } from './objects.js';
+
+const SEGMENT_MAGIC = Buffer.from('HFSG', 'latin1');
+const TOMBSTONE_MAGIC = Buffer.from('HFTB', 'latin1');
+export const SEGMENT_VERSION = 1;
+/** A segment larger than this is refused (a seal absorbs the log long before: `defaults.logMaxBytes`). */
+const MAX_SEGMENT = 1024 * 1024 * 1024;
+
+export interface LogObject {
+  kind: 'block' | 'meta';
+  hash: string;
+  data: Buffer;
+}
+
+export interface Segment {
+  /** `org/home`. */
+  home: string;
+  gen: number;
+  seq: number;
+  /** The state directory that wrote it (journal meta `writer`). */
+  writer: string;
+  /** Id of the pending snapshot (one of the meta objects). */
+  snapshot: string;
+  time: string;
+  objects: LogObject[];
+}
+
+interface SegmentHeader {
+  home: string;
+  gen: number;
+  seq: number;
+  writer: string;
+  snapshot: string;
+  time: string;
+  objects: Array<[string, string, number]>;
+}
+
+/** `HFSG` | u8 version | u32 header length | header JSON | object bytes | BLAKE3 (32 bytes) of all before. */
+export function encodeSegment(s: Segment): Buffer {
+  const header: SegmentHeader = {
+    home: s.home, gen: s.gen, seq: s.seq, writer: s.writer, snapshot: s.snapshot, time: s.time,
+    objects: s.objects.map((o) => [o.kind, o.hash, o.data.length]),
+  };
+  const h = Buffer.from(JSON.stringify(header), 'utf8');
+  const fixed = Buffer.alloc(9);
+  SEGMENT_MAGIC.copy(fixed, 0);
+  fixed.writeUInt8(SEGMENT_VERSION, 4);
+  fixed.writeUInt32LE(h.length, 5);
+  const body = Buffer.concat([fixed, h, ...s.objects.map((o) => o.data)]);
+  return Buffer.concat([body, Buffer.from(hashBuffer(body), 'hex')]);
+}
+
+/** What a log entry's key says it is. */
+export interface EntryKey {
+  home: string;
+  gen: number;
+  seq: number;
+}
+
+/** A tombstone's bytes: `HFTB` | u8 version | JSON. */
+export function encodeTombstone(k: EntryKey, writer: string): Buffer {
+  const fixed = Buffer.alloc(5);
+  TOMBSTONE_MAGIC.copy(fixed, 0);
+  fixed.writeUInt8(SEGMENT_VERSION, 4);
+  return Buffer.concat([fixed, Buffer.from(JSON.stringify({ home: k.home, gen: k.gen, seq: k.seq, writer, time: new Date().toISOString() }), 'utf8')]);
+}
+
+export function isTombstone(buf: Buffer): boolean {
+  return buf.length >= 5 && buf.subarray(0, 4).equals(TOMBSTONE_MAGIC);
+}
+
+const HASH = /^[0-9a-f]{64}$/;
+
+/**
+ * The segment stored under the key `k`, verified whole: magic, version, checksum, header fields (which
+ * must name the key's home, generation and sequence number), every object's hash. FormatError otherwise.
+ */
+export function decodeSegment(buf: Buffer, k: EntryKey): Segment {
+  const what = `log segment ${k.home} gen ${k.gen} seq ${k.seq}`;
+  const bad = (d: string): never => {
+    throw new FormatError(what, d);
+  };
+  if (buf.length < 9 + 32 || !buf.subarray(0, 4).equals(SEGMENT_MAGIC)) bad('not a log segment (bad magic or truncated)');
+  const version = buf.readUInt8(4);
+  if (version !== SEGMENT_VERSION) bad(`written by a newer homefs (segment version ${version}; this homefs reads version ${SEGMENT_VERSION}): upgrade homefs`);
+  if (buf.length > MAX_SEGMENT) bad(`${buf.length} bytes, more than ${MAX_SEGMENT}`);
+  const body = buf.subarray(0, buf.length - 32);
+  if (hashBuffer(body) !== buf.subarray(buf.length - 32).toString('hex')) bad('checksum mismatch (truncated or corrupted)');
+  const hlen = buf.readUInt32LE(5);
+  if (9 + hlen > body.length) bad('header runs past the end');
+  let h: SegmentHeader;
+  try {
+    h = JSON.parse(body.subarray(9, 9 + hlen).toString('utf8')) as SegmentHeader;
+  } catch {
+    return bad('header is not JSON');
+  }
+  if (typeof h !== 'object' || h === null) bad('header is not an object');
+  if (h.home !== k.home || h.gen !== k.gen || h.seq !== k.seq) bad(`header names ${String(h.home)} gen ${String(h.gen)} seq ${String(h.seq)}, not its key (from another home or generation)`);
+  if (typeof h.writer !== 'string' || typeof h.time !== 'string' || typeof h.snapshot !== 'string' || !HASH.test(h.snapshot)) bad('header fields missing');
+  if (!Array.isArray(h.objects)) bad('object list missing');
+  const objects: LogObject[] = [];
+  let off = 9 + hlen;
+  for (const o of h.objects) {
+    const [kind, hash, len] = Array.isArray(o) ? o : [];
+    if ((kind !== 'block' && kind !== 'meta') || typeof hash !== 'string' || !HASH.test(hash) || !Number.isInteger(len) || (len as number) < 0) bad('object list entry invalid');
+    const end = off + (len as number);
+    if (end > body.length) bad('objects run past the end');
+    const data = body.subarray(off, end);
+    if (hashBuffer(data) !== hash) bad(`object ${String(hash).slice(0, 12)} does not match its hash`);
+    objects.push({ kind: kind as LogObject['kind'], hash: hash as string, data });
+    off = end;
+  }
+  if (off !== body.length) bad('bytes after the last object');
+  if (!objects.some((o) => o.kind === 'meta' && o.hash === h.snapshot)) bad('its snapshot is not among its objects');
+  return { home: h.home, gen: h.gen, seq: h.seq, writer: h.writer, snapshot: h.snapshot, time: h.time, objects };
+}
+
+/** Sequence numbers present in the log of generation `gen`, newest first. */
+export async function listLog(store: Store, org: string, home: string, gen: number): Promise<number[]> {
+  const prefix = logPrefix(org, home, gen);
+  const out: number[] = [];
+  for await (const o of store.list(prefix) as AsyncIterable<ObjectInfo>) {
+    const tail = o.key.slice(prefix.length);
+    if (/^[0-9]{13}$/.test(tail)) out.push(decodeGen(tail));
+  }
+  return out.sort((a, b) => b - a);
+}
+
+/** Creates `key` with `data`; false when another writer holds the key (a lost reply's own write counts as written). */
+export async function createEntry(store: Store, key: string, data: Buffer): Promise<boolean> {
+  if (await store.putIfAbsent(key, data)) return true;
+  const existing = await store.get(key).catch((e: unknown) => {
+    if (e instanceof NotFoundError) return Buffer.alloc(0);
+    throw e;
+  });
+  return existing.equals(data);
+}
+
+/**
+ * Claims the log of generation `gen` for `writer`: a tombstone at the next free sequence number, so that
+ * any other holder's next segment fails. Returns the sequence numbers below it, newest first, and the
+ * tombstone's.
+ */
+export async function claimLog(store: Store, org: string, home: string, gen: number, writer: string): Promise<{ seqs: number[]; tombstone: number }> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const seqs = await listLog(store, org, home, gen);
+    const next = (seqs[0] ?? -1) + 1;
+    if (await createEntry(store, logKey(org, home, gen, next), encodeTombstone({ home: `${org}/${home}`, gen, seq: next }, writer))) return { seqs, tombstone: next };
+  }
+  throw new Error(`cannot claim the log of ${org}/${home}: another writer keeps appending to it`);
+}
+
+/**
+ * The newest valid segment among `seqs` (newest first) of generation `gen`, or null. Tombstones are
+ * skipped; a rejected segment is reported through `warn` and skipped.
+ */
+export async function newestSegment(store: Store, org: string, home: string, gen: number, seqs: readonly number[], warn: (msg: string) => void): Promise<Segment | null> {
+  for (const seq of seqs) {
+    let buf: Buffer;
+    try {
+      buf = await store.get(logKey(org, home, gen, seq));
+    } catch (e) {
+      if (e instanceof NotFoundError) continue;
+      throw e;
+    }
+    if (isTombstone(buf)) continue;
+    try {
+      return decodeSegment(buf, { home: `${org}/${home}`, gen, seq });
+    } catch (e) {
+      if (!(e instanceof FormatError)) throw e;
+      warn(`${e.message}; ignoring it (the home is read without it)`);
+    }
+  }
+  return null;
+}
+
+/** The keys of a segment's objects in the org, with their bytes. */
+export function segmentObjects(org: string, s: Segment): Map<string, Buffer> {
+  const m = new Map<string, Buffer>();
+  for (const o of s.objects) m.set(o.kind === 'block' ? blockKey(org, o.hash) : metaKey(org, o.hash), o.data);
+  return m;
+}
+
+/** A read view of a store with a segment's objects added (writes go to the store itself). */
+export class OverlayStore implements Store {
+  constructor(readonly inner: Store, private readonly extra: Map<string, Buffer>) {}
+  get url(): string {
+    return this.inner.url;
+  }
+  async has(keys: readonly string[]): Promise<Set<string>> {
+    const found = await this.inner.has(keys.filter((k) => !this.extra.has(k)));
+    for (const k of keys) if (this.extra.has(k)) found.add(k);
+    return found;
+  }
+  get(key: string): Promise<Buffer> {
+    const b = this.extra.get(key);
+    return b ? Promise.resolve(b) : this.inner.get(key);
+  }
+  getRange(key: string, offset: number, length: number): Promise<Buffer> {
+    const b = this.extra.get(key);
+    return b ? Promise.resolve(b.subarray(offset, offset + length)) : this.inner.getRange(key, offset, length);
+  }
+  put(key: string, data: Buffer): Promise<void> {
+    return this.inner.put(key, data);
+  }
+  putIfAbsent(key: string, data: Buffer): Promise<boolean> {
+    return this.inner.putIfAbsent(key, data);
+  }
+  list(prefix: string, limit?: number): AsyncIterable<ObjectInfo> {
+    return this.inner.list(prefix, limit);
+  }
+  delete(key: string): Promise<void> {
+    return this.inner.delete(key);
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+export interface LiveHead {
+  /** HEAD as stored, null for a home without one. */
+  head: HeadRecord | null;
+  /** The newest valid segment of HEAD's generation (everything fsync'd since), or null. */
+  segment: Segment | null;
+  /** The home's current snapshot: the segment's, else HEAD's. */
+  snapshot: string | null;
+  /** Reads objects of the store and of the segment. */
+  objects: ObjectStore;
+}
+
+/** How many generations back `orphanedSegment` looks. */
+const ORPHAN_DEPTH = 16;
+
+/**
+ * A log left under an earlier generation whose HEAD has the same snapshot as `head`: an older homefs that
+ * does not know logs, mounting with --takeover, advances HEAD to the same snapshot (its fence) before it
+ * reads the snapshot and refuses it. That log was never absorbed (an absorbing seal or replay changes the
+ * snapshot), so it still holds what was fsync'd. One GET of the previous generation when there is none.
+ */
+export async function orphanedSegment(store: Store, org: string, home: string, head: HeadRecord, warn: (msg: string) => void): Promise<Segment | null> {
+  for (let gen = head.gen - 1; gen >= 0 && gen >= head.gen - ORPHAN_DEPTH; gen--) {
+    const rec = await store.get(headKey(org, home, gen)).catch((e: unknown) => {
+      if (e instanceof NotFoundError) return null;
+      throw e;
+    });
+    if (rec === null || rec.toString('latin1') !== head.snapshot) return null;
+    const seqs = await listLog(store, org, home, gen);
+    const s = seqs.length > 0 ? await newestSegment(store, org, home, gen, seqs, warn) : null;
+    if (s) return s;
+  }
+  return null;
+}
+
+/** The newest valid segment of HEAD's generation, or else an orphaned one (`orphanedSegment`). */
+export async function pendingSegment(store: Store, org: string, home: string, head: HeadRecord, warn: (msg: string) => void, seqs?: readonly number[]): Promise<Segment | null> {
+  const own = seqs ?? (await listLog(store, org, home, head.gen));
+  return (own.length > 0 ? await newestSegment(store, org, home, head.gen, own, warn) : null) ?? (await orphanedSegment(store, org, home, head, warn));
+}
+
+/** What every reader of a home sees: HEAD plus what was fsync'd since (the newest valid segment). */
+export async function liveHead(objects: ObjectStore, home: string, warn: (msg: string) => void = (m) => process.stderr.write(`homefs: warning: ${m}\n`)): Promise<LiveHead> {
+  const head = await readHead(objects.store, objects.org, home);
+  if (!head) return { head, segment: null, snapshot: null, objects };
+  const segment = await pendingSegment(objects.store, objects.org, home, head, warn);
+  if (!segment) return { head, segment, snapshot: head.snapshot, objects };
+  return { head, segment, snapshot: segment.snapshot, objects: new ObjectStore(new OverlayStore(objects.store, segmentObjects(objects.org, segment)), objects.org) };
+}
+
+/** Tombstones are smaller than this; anything smaller is read to tell. */
+const TOMBSTONE_MAX = 1024;
+
+/**
+ * Deletes the segments of generations below `gen` (absorbed by HEAD `gen`, or fenced). Tombstones stay: a
+ * fenced holder that wakes up late must still find its next sequence number taken.
+ */
+export async function dropOldLogs(store: Store, org: string, home: string, gen: number): Promise<number> {
+  const prefix = logsPrefix(org, home);
+  let n = 0;
+  for await (const o of store.list(prefix)) {
+    const g = o.key.slice(prefix.length).split('/')[0] ?? '';
+    if (!/^[0-9]{13}$/.test(g) || decodeGen(g) >= gen) continue;
+    if (o.size < TOMBSTONE_MAX) {
+      const b = await store.get(o.key).catch(() => null);
+      if (b === null || isTombstone(b)) continue;
+    }
+    await store.delete(o.key);
+    n++;
+  }
+  return n;
+}

@@ -1,0 +1,126 @@
+/**
+ * The fsync log's format (snapshot/homelog.ts, docs/format.md "Log segments"): the checked-in segment
+ * fixture decodes to the documented values; hostile segments (truncated, corrupted, for another home or
+ * generation, from a newer homefs) are rejected with a FormatError, and a reader skips them with one warning
+ * and falls back to the previous valid segment; a claim's tombstone makes the previous holder's next
+ * segment fail; snapshot version 2 lists required features and an unknown one is refused.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { hashBuffer } from '../src/hash/blake3.js';
+import { decodeSnapshot, encodeSnapshot } from '../src/snapshot/codec.js';
+import { advanceHead } from '../src/snapshot/heads.js';
+import { claimLog, createEntry, decodeSegment, encodeSegment, liveHead, type Segment } from '../src/snapshot/homelog.js';
+import { ObjectStore } from '../src/snapshot/objects.js';
+import { logKey } from '../src/store/keys.js';
+import { MemoryStore } from '../src/store/memory.js';
+import { FormatError } from '../src/util/errors.js';
+
+const dir = new URL('../../test/fixtures/format/', import.meta.url);
+const KEY = { home: 'acme/alice', gen: 7, seq: 3 };
+
+test('log-segment-v1.bin decodes to the documented values; snapshot-v2.json requires the log feature', () => {
+  const bytes = readFileSync(new URL('log-segment-v1.bin', dir));
+  assert.equal(hashBuffer(bytes), '3b9d9835f5465d69fbf7b19a56967f936b18dec03af82ff80e128ccf8932b258');
+  const s = decodeSegment(bytes, KEY);
+  assert.deepEqual([s.home, s.gen, s.seq, s.writer, s.time], ['acme/alice', 7, 3, 'f'.repeat(32), '2026-12-01T00:00:00.000Z']);
+  assert.equal(s.snapshot, '887de5ae9060063a206f7500b8f64322e2e213d9b230d437bc19e1142e9be68d');
+  assert.deepEqual(s.objects.map((o) => `${o.kind}:${o.hash.slice(0, 8)}:${o.data.length}`), ['block:5435741f:19', 'meta:23950d55:' + String(s.objects[1]?.data.length), 'meta:887de5ae:' + String(s.objects[2]?.data.length)]);
+  assert.equal(s.objects[0]?.data.toString(), 'hello from the log\n');
+  assert.ok(encodeSegment(s).equals(bytes), 're-encodes to the same bytes');
+  const snapBytes = readFileSync(new URL('snapshot-v2.json', dir));
+  assert.ok(snapBytes.equals(s.objects[2]?.data ?? Buffer.alloc(0)));
+  const snap = decodeSnapshot(snapBytes, s.snapshot);
+  assert.deepEqual(snap.features, ['log']);
+  assert.match(snapBytes.toString(), /^\{"version":2,/);
+});
+
+test('hostile segments are rejected: truncated, corrupted, another home or generation, a newer version', () => {
+  const good = readFileSync(new URL('log-segment-v1.bin', dir));
+  const rejects = (buf: Buffer, k: typeof KEY, re: RegExp): void => {
+    assert.throws(() => decodeSegment(buf, k), (e: unknown) => e instanceof FormatError && re.test(e.message));
+  };
+  rejects(good.subarray(0, good.length - 1), KEY, /checksum mismatch \(truncated or corrupted\)/);
+  rejects(good.subarray(0, 20), KEY, /checksum mismatch|truncated/);
+  const flipped = Buffer.from(good);
+  flipped[200] = (flipped[200] ?? 0) ^ 0xff;
+  rejects(flipped, KEY, /checksum mismatch/);
+  rejects(good, { ...KEY, gen: 8 }, /not its key \(from another home or generation\)/);
+  rejects(good, { ...KEY, home: 'acme/bob' }, /not its key/);
+  rejects(good, { ...KEY, seq: 4 }, /not its key/);
+  const future = Buffer.from(good);
+  future[4] = 2;
+  rejects(future, KEY, /written by a newer homefs \(segment version 2/);
+  rejects(Buffer.from('not a segment at all, no no no no no no no'), KEY, /bad magic/);
+  // A well-formed checksum over a lying object: the object's hash is checked too.
+  const s = decodeSegment(good, KEY);
+  const lying: Segment = { ...s, objects: s.objects.map((o, i) => (i === 0 ? { ...o, data: Buffer.from('other bytes') } : o)) };
+  rejects(encodeSegment(lying), KEY, /does not match its hash/);
+});
+
+test('snapshot version 2: an unknown required feature is refused with one line that says to upgrade', () => {
+  const base = { root: 'b'.repeat(64), parent: null, home: 'acme/alice', time: '2026-12-01T00:00:00.000Z', host: 'h', stats: { files: 0, dirs: 1, bytes: 0 } };
+  const v1 = encodeSnapshot(base);
+  assert.match(v1.toString(), /^\{"version":1,/);
+  assert.equal(decodeSnapshot(v1).features, undefined);
+  const forged = Buffer.from(encodeSnapshot({ ...base, features: ['log'] }).toString().replace('["log"]', '["log","teleport"]'));
+  assert.throws(() => decodeSnapshot(forged), /needs features this homefs does not know \(teleport\): upgrade homefs/);
+});
+
+async function seedSegment(store: MemoryStore, gen: number, seq: number, writer: string, content: string): Promise<Segment> {
+  const data = Buffer.from(content);
+  const bh = hashBuffer(data);
+  const { encodeTree } = await import('../src/snapshot/codec.js');
+  const tree = encodeTree({ entries: [{ name: 'f', kind: 'file', mode: 0o644, uid: 0, gid: 0, size: data.length, mtimeNs: 1n, ctimeNs: 1n, blocks: [bh] }] });
+  const th = hashBuffer(tree);
+  const snap = encodeSnapshot({ root: th, parent: null, home: 'acme/alice', time: '2026-12-01T00:00:00.000Z', host: 'h', stats: { files: 1, dirs: 1, bytes: data.length }, features: ['log'] });
+  const seg: Segment = { home: 'acme/alice', gen, seq, writer, snapshot: hashBuffer(snap), time: '2026-12-01T00:00:00.000Z', objects: [{ kind: 'block', hash: bh, data }, { kind: 'meta', hash: th, data: tree }, { kind: 'meta', hash: hashBuffer(snap), data: snap }] };
+  assert.equal(await createEntry(store, logKey('acme', 'alice', gen, seq), encodeSegment(seg)), true);
+  return seg;
+}
+
+test('readers see the newest valid segment; a corrupted newest one is skipped with one warning; a claim fences the old writer', async () => {
+  const store = new MemoryStore();
+  const objects = new ObjectStore(store, 'acme');
+  const head = encodeSnapshot({ root: 'c'.repeat(64), parent: null, home: 'acme/alice', time: '2026-12-01T00:00:00.000Z', host: 'h', stats: { files: 0, dirs: 1, bytes: 0 }, features: ['log'] });
+  await store.put(`acme/meta/${hashBuffer(head).slice(0, 2)}/${hashBuffer(head)}`, head);
+  await advanceHead(store, 'acme', 'alice', null, hashBuffer(head));
+  const s0 = await seedSegment(store, 0, 0, 'old', 'first');
+  await seedSegment(store, 0, 1, 'old', 'second');
+  const bad = Buffer.from(await store.get(logKey('acme', 'alice', 0, 1)));
+  bad[bad.length - 5] = (bad[bad.length - 5] ?? 0) ^ 1;
+  await store.put(logKey('acme', 'alice', 0, 1), bad);
+  const warnings: string[] = [];
+  const live = await liveHead(objects, 'alice', (m) => warnings.push(m));
+  assert.equal(live.snapshot, s0.snapshot, 'falls back to the previous valid segment');
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0] ?? '', /log segment acme\/alice gen 0 seq 1: checksum mismatch .*ignoring it/);
+  const snap = await live.objects.getSnapshot(s0.snapshot);
+  const tree = await live.objects.getTree(snap.root);
+  assert.equal((await live.objects.getBlock(tree.entries[0]?.blocks?.[0] ?? '')).toString(), 'first', 'objects are served from the segment');
+
+  const claim = await claimLog(store, 'acme', 'alice', 0, 'new');
+  assert.deepEqual(claim, { seqs: [1, 0], tombstone: 2 });
+  const lateSegment = encodeSegment({ ...s0, seq: 2 });
+  assert.equal(await createEntry(store, logKey('acme', 'alice', 0, 2), lateSegment), false, "the old holder's next segment is refused");
+  assert.equal((await liveHead(objects, 'alice', () => undefined)).snapshot, s0.snapshot, 'a tombstone is not a segment');
+  assert.equal((await claimLog(store, 'acme', 'alice', 0, 'newer')).tombstone, 3, 'the next claim takes the next number');
+});
+
+test("a log orphaned by an older homefs's --takeover (HEAD advanced to the same snapshot) is still seen; an absorbed one is not", async () => {
+  const store = new MemoryStore();
+  const objects = new ObjectStore(store, 'acme');
+  const head = encodeSnapshot({ root: 'c'.repeat(64), parent: null, home: 'acme/alice', time: '2026-12-01T00:00:00.000Z', host: 'h', stats: { files: 0, dirs: 1, bytes: 0 }, features: ['log'] });
+  const headId = hashBuffer(head);
+  await store.put(`acme/meta/${headId.slice(0, 2)}/${headId}`, head);
+  await advanceHead(store, 'acme', 'alice', null, headId);
+  const s0 = await seedSegment(store, 0, 0, 'old', 'fsync\'d before the old version took over');
+  await advanceHead(store, 'acme', 'alice', 0, headId); // an older homefs's fence: same snapshot, one generation up
+  assert.equal((await liveHead(objects, 'alice', () => undefined)).snapshot, s0.snapshot, 'readers still see what was fsync\'d');
+  await advanceHead(store, 'acme', 'alice', 1, s0.snapshot); // replayed (or sealed): the snapshot changes
+  await advanceHead(store, 'acme', 'alice', 2, headId); // a later generation with another snapshot: the chain is broken
+  const live = await liveHead(objects, 'alice', () => undefined);
+  assert.equal(live.segment, null, 'a log below a generation with another snapshot is never replayed');
+  assert.equal(live.snapshot, headId);
+});
