@@ -57,9 +57,10 @@ export class UpperFiles {
    * Makes the upper file empty. A new inode's file is created empty and left alone: truncating it (or
    * O_TRUNC) would make ext4 flush it on close (auto_da_alloc), stalling whoever closes it.
    */
-  async reset(ino: number): Promise<void> {
-    const fd = await this.fd(ino);
-    if (fstatSync(fd).size > 0) ftruncateSync(fd, 0);
+  reset(ino: number): Promise<void> {
+    return this.using(ino, (fd) => {
+      if (fstatSync(fd).size > 0) ftruncateSync(fd, 0);
+    });
   }
 
   /** Keeps the inode's fd open while a FUSE handle holds it. */
@@ -84,49 +85,53 @@ export class UpperFiles {
     }
   }
 
-  async read(ino: number, offset: number, length: number): Promise<Buffer> {
-    const fd = await this.fd(ino);
-    const buf = Buffer.allocUnsafe(length);
-    let got = 0;
-    this.hold(ino); // the pool must not close this fd under a read on the threadpool
+  /**
+   * Runs `fn` with the inode's fd, held for the whole call: `trim` never closes a held fd, so no other
+   * request's trim can close it (and the number be reused for another file) between the open and the I/O.
+   */
+  private async using<T>(ino: number, fn: (fd: number) => T | Promise<T>): Promise<T> {
+    this.hold(ino);
     try {
+      return await fn(await this.fd(ino));
+    } finally {
+      this.unhold(ino);
+    }
+  }
+
+  read(ino: number, offset: number, length: number): Promise<Buffer> {
+    return this.using(ino, async (fd) => {
+      const buf = Buffer.allocUnsafe(length);
+      let got = 0;
       while (got < length) {
         const n = await p<number>((cb) => read(fd, buf, got, length - got, offset + got, cb));
         if (n === 0) break;
         got += n;
       }
-    } finally {
-      this.unhold(ino);
-    }
-    // Bytes past the end of the upper file are a hole of the logical file (sparse extension): zeros.
-    if (got < length) buf.fill(0, got);
-    return buf;
+      // Bytes past the end of the upper file are a hole of the logical file (sparse extension): zeros.
+      if (got < length) buf.fill(0, got);
+      return buf;
+    });
   }
 
-  async write(ino: number, offset: number, data: Uint8Array): Promise<void> {
-    const fd = await this.fd(ino);
-    let done = 0;
-    if (data.length <= SYNC_WRITE_MAX) {
-      while (done < data.length) done += writeSync(fd, data, done, data.length - done, offset + done);
-      return;
-    }
-    // A large write may be throttled by the kernel's dirty-page limits: never on the main thread.
-    this.hold(ino);
-    try {
+  write(ino: number, offset: number, data: Uint8Array): Promise<void> {
+    return this.using(ino, async (fd) => {
+      let done = 0;
+      if (data.length <= SYNC_WRITE_MAX) {
+        while (done < data.length) done += writeSync(fd, data, done, data.length - done, offset + done);
+        return;
+      }
+      // A large write may be throttled by the kernel's dirty-page limits: never on the main thread.
       while (done < data.length) done += await p<number>((cb) => write(fd, data, done, data.length - done, offset + done, cb));
-    } finally {
-      this.unhold(ino);
-    }
+    });
   }
 
-  async truncate(ino: number, size: number): Promise<void> {
-    ftruncateSync(await this.fd(ino), size);
+  truncate(ino: number, size: number): Promise<void> {
+    return this.using(ino, (fd) => ftruncateSync(fd, size));
   }
 
   async sync(ino: number): Promise<void> {
-    const fd = this.fds.get(ino);
-    if (fd === undefined) return;
-    await p<void>((cb) => fdatasync(fd, (e) => cb(e, undefined)));
+    if (!this.fds.has(ino)) return;
+    await this.using(ino, (fd) => p<void>((cb) => fdatasync(fd, (e) => cb(e, undefined))));
   }
 
   async remove(ino: number): Promise<void> {
