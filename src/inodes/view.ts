@@ -184,7 +184,7 @@ export class HomeView {
     if (this.journal.child(parent, name) !== undefined) throw fsErr(E.EEXIST);
     const now = nowNs();
     return this.journal.txn(() => {
-      const ino = this.journal.allocIno(childKey(parent, name));
+      const ino = this.journal.allocIno(); // not derived: a number must never be reused while its upper file may linger
       const gid = p.mode & 0o2000 ? p.gid : n.gid;
       let mode = n.mode & 0o7777;
       if (n.kind === 'dir' && p.mode & 0o2000) mode |= 0o2000;
