@@ -39,6 +39,8 @@ export const MAX_FILE_BYTES = 2 ** 40;
 export const defaults = {
   /** Parallel store requests per operation (uploads, existence checks, fetches). */
   storeParallelism: 16,
+  /** Kept-alive connections per S3 endpoint (the SDK's default of 50 would queue the cache's fetches). */
+  storeSockets: 128,
   /** Retries of a failed store request (throttling, 5xx, network) before giving up. */
   storeRetries: 5,
   storeRetryBaseMs: 100,
@@ -83,8 +85,14 @@ export const defaults = {
   cache: {
     /** Cap of the in-memory LRU in bytes (0 disables it). */
     memoryBytes: 256 * 1024 * 1024,
-    /** Store GETs in flight at most; prefetch uses at most half of them. */
-    fetchParallelism: 16,
+    /** Store GETs in flight at most (foreground reads and prefetch together). */
+    fetchParallelism: 96,
+    /** Of those, prefetch (namespace walk, readahead, neighbours) uses at most this many: issue 11 wants >= 64. */
+    prefetchParallelism: 64,
+    /** A cold read of a file of at most this size prefetches the other files of its directory this small, */
+    neighbourFileBytes: 256 * 1024,
+    /** up to this many bytes per directory (0 turns it off). */
+    neighbourBudgetBytes: 8 * 1024 * 1024,
     /** A fetch (waiting for a slot + the GET) that takes longer fails with StoreUnavailableError. */
     fetchTimeoutMs: 30_000,
     /** Prefetch requests queued beyond this are dropped. */

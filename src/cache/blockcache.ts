@@ -14,7 +14,14 @@
  *
  * Whole-object reads from disk are re-verified (hashing is ~1 ms per 4 MiB); `read()` ranges of a file that
  * is only on disk are served by one pread on a kept file handle (fdcache.ts) without re-hashing the whole
- * block, relying on the atomic, data-synced write of a file that was verified before it was written.
+ * block once this process trusts the file: it wrote it (atomically, from verified bytes) or hashed it whole
+ * since it started. Writes are not synced; diskfiles.ts explains why trust per process keeps torn files
+ * of a host crash from ever being served.
+ *
+ * Prefetch (`prefetch`, `getInBackground`) runs in a FIFO queue on at most `prefetchParallelism` fetch
+ * slots; a reader's fetch never queues behind it (fetchslots.ts) and joins a prefetch already in flight for
+ * its object. Blocks of open files can be pinned: eviction skips them, and an insert that cannot fit
+ * under the cap otherwise is dropped from disk at once (it stays in memory), so the cap always holds.
  *
  * Buffers returned by `get()` and `read()` may be views of cached memory: callers must not modify them.
  */
@@ -63,8 +70,10 @@ export interface BlockCacheOptions {
   maxBytes: number;
   /** Cap of the in-memory LRU in bytes (0 disables it). Default: config.ts `defaults.cache`. */
   memoryBytes?: number;
-  /** Store GETs in flight at most; prefetch uses at most half of them. Default: config.ts. */
+  /** Store GETs in flight at most. Default: config.ts. */
   fetchParallelism?: number;
+  /** Of those, prefetch uses at most this many (capped at fetchParallelism). Default: config.ts. */
+  prefetchParallelism?: number;
   /** A fetch (waiting for a slot + the GET) that takes longer rejects with StoreUnavailableError. Default: config.ts. */
   fetchTimeoutMs?: number;
   logger?: Logger;
@@ -82,6 +91,16 @@ interface Loaded {
   source: Source;
 }
 type State = 'new' | 'open' | 'closed';
+interface Waiter {
+  resolve(data: Buffer): void;
+  reject(e: unknown): void;
+}
+interface Queued {
+  kind: ObjectKind;
+  hash: string;
+  /** getInBackground callers waiting for the object. */
+  waiters: Waiter[];
+}
 
 export class BlockCache {
   private readonly files: DiskFiles;
@@ -93,8 +112,8 @@ export class BlockCache {
   private readonly inflight = new Map<string, Promise<Loaded>>();
   private readonly background = new Set<Promise<unknown>>();
   private readonly slots: FetchSlots;
-  private readonly prefetchQueue: Array<{ kind: ObjectKind; hash: string }> = [];
-  private readonly prefetchQueued = new Set<string>();
+  private readonly prefetchQueue: Queued[] = [];
+  private readonly prefetchQueued = new Map<string, Queued>();
   private readonly hash: HashFn;
   private readonly timeoutMs: number;
   private readonly maxPrefetchQueue: number;
@@ -112,7 +131,8 @@ export class BlockCache {
       ? new LRUCache<string, Buffer>({ maxSize: memoryBytes, sizeCalculation: (b) => Math.max(1, b.length) })
       : undefined;
     const parallelism = Math.max(1, opts.fetchParallelism ?? defaults.cache.fetchParallelism);
-    this.slots = new FetchSlots(parallelism, Math.max(1, Math.floor(parallelism / 2)), () => this.pumpPrefetch());
+    const background = Math.min(parallelism, Math.max(1, opts.prefetchParallelism ?? defaults.cache.prefetchParallelism));
+    this.slots = new FetchSlots(parallelism, background, () => this.pumpPrefetch());
     this.hash = opts.hash ?? hashBuffer;
     this.timeoutMs = opts.fetchTimeoutMs ?? defaults.cache.fetchTimeoutMs;
     this.maxPrefetchQueue = opts.maxPrefetchQueue ?? defaults.cache.maxPrefetchQueue;
@@ -125,7 +145,7 @@ export class BlockCache {
     await this.files.ensureDirs();
     const scanned = await this.files.scan(Date.now());
     scanned.sort((a, b) => a.mtimeMs - b.mtimeMs);
-    for (const f of scanned) this.index.add(cacheKey(f.kind, f.hash), f.size, f.mtimeMs);
+    for (const f of scanned) this.index.add(cacheKey(f.kind, f.hash), f.size, f.mtimeMs, false);
     this.state = 'open';
     this.evict();
     this.log?.debug({ op: 'cache.init', dir: this.opts.dir, entries: this.index.count, bytes: this.index.bytes }, 'block cache ready');
@@ -153,8 +173,9 @@ export class BlockCache {
     if (mem) return mem.subarray(offset, offset + length);
     const pending = this.inflight.get(k);
     if (pending) return this.count(await pending).subarray(offset, offset + length);
-    // Not indexed: another daemon may have written it; the whole-object path probes, verifies and adopts it.
-    if (!this.index.has(k)) return this.count(await this.flight('block', hash, false)).subarray(offset, offset + length);
+    // Not indexed (another daemon may have written it) or not trusted yet by this process: the whole-object
+    // path probes, hashes and adopts it; later ranges of it are then single preads.
+    if (!this.index.get(k)?.verified) return this.count(await this.flight('block', hash, false)).subarray(offset, offset + length);
     try {
       const lease = await this.fds.acquire(k, this.files.path('block', hash));
       if (lease) {
@@ -162,7 +183,7 @@ export class BlockCache {
           const data = await preadRange(lease.fh, lease.size, offset, length);
           this.counters.hits++;
           this.counters.diskHits++;
-          this.touchOrAdopt('block', hash, lease.size);
+          this.touchOrAdopt('block', hash, lease.size, true);
           return data;
         } finally {
           lease.release();
@@ -193,10 +214,43 @@ export class BlockCache {
         this.log?.debug({ op: 'cache.prefetch', hash }, 'prefetch queue full; request dropped');
         continue;
       }
-      this.prefetchQueue.push({ kind, hash });
-      this.prefetchQueued.add(k);
+      this.enqueue(k, { kind, hash, waiters: [] });
     }
     this.pumpPrefetch();
+  }
+
+  /**
+   * The whole verified object, fetched at prefetch priority: behind every reader and after the prefetches
+   * queued before it (the namespace walk uses it to read trees it then descends into). Never dropped for a
+   * full queue; rejects when the fetch fails or the cache closes first.
+   */
+  getInBackground(kind: ObjectKind, hash: string): Promise<Buffer> {
+    this.assertOpen();
+    assertHash(hash);
+    const k = cacheKey(kind, hash);
+    const mem = this.memory?.get(k);
+    if (mem) return Promise.resolve(mem);
+    if (this.has(kind, hash) || this.inflight.has(k)) return this.get(kind, hash);
+    return new Promise<Buffer>((resolve, reject) => {
+      const queued = this.prefetchQueued.get(k);
+      if (queued) queued.waiters.push({ resolve, reject });
+      else this.enqueue(k, { kind, hash, waiters: [{ resolve, reject }] });
+      this.pumpPrefetch();
+    });
+  }
+
+  /** Keeps the object's disk file from eviction (counted; until as many `unpin`s). */
+  pin(kind: ObjectKind, hash: string): void {
+    this.index.pin(cacheKey(kind, hash));
+  }
+
+  unpin(kind: ObjectKind, hash: string): void {
+    this.index.unpin(cacheKey(kind, hash));
+  }
+
+  /** Prefetches queued and not started yet (tests and diagnostics). */
+  get prefetchQueueLength(): number {
+    return this.prefetchQueue.length;
   }
 
   /** The object's length if it is in memory or on disk as far as this daemon knows (no I/O). */
@@ -238,8 +292,9 @@ export class BlockCache {
   async close(): Promise<void> {
     if (this.state === 'closed') return;
     this.state = 'closed';
-    this.prefetchQueue.length = 0;
+    const dropped = this.prefetchQueue.splice(0);
     this.prefetchQueued.clear();
+    for (const q of dropped) for (const w of q.waiters) w.reject(new Error('BlockCache is closed'));
     await Promise.allSettled([...this.inflight.values()]);
     await this.flush();
     await this.fds.closeAll();
@@ -325,7 +380,7 @@ export class BlockCache {
       this.track(this.files.remove(kind, hash), 'cache.remove');
       return undefined;
     }
-    this.touchOrAdopt(kind, hash, data.length);
+    this.touchOrAdopt(kind, hash, data.length, true);
     this.memory?.set(cacheKey(kind, hash), data);
     return data;
   }
@@ -377,12 +432,12 @@ export class BlockCache {
     if (current) return current.done;
     if (data.length > this.opts.maxBytes) return Promise.resolve(); // could never stay
     if (this.index.has(k)) {
-      this.touchOrAdopt(kind, hash, data.length);
+      this.touchOrAdopt(kind, hash, data.length, false);
       return Promise.resolve();
     }
     const done = this.files.write(kind, hash, data).then(
       () => {
-        this.index.add(k, data.length, Date.now());
+        this.index.add(k, data.length, Date.now(), true); // written by us from verified bytes
         this.evict(k);
       },
       (e: unknown) => {
@@ -395,8 +450,14 @@ export class BlockCache {
     return done;
   }
 
+  /** Evicts least recently used unpinned files down to the cap; if that is not enough, `keep` goes too. */
   private evict(keep?: string): void {
-    for (const e of this.index.evictTo(this.opts.maxBytes, keep)) {
+    const victims = this.index.evictTo(this.opts.maxBytes, keep);
+    if (keep !== undefined && this.index.bytes > this.opts.maxBytes && !this.index.isPinned(keep)) {
+      const e = this.index.remove(keep);
+      if (e) victims.push(e);
+    }
+    for (const e of victims) {
       this.counters.evictions++;
       this.fds.invalidate(e.key);
       const { kind, hash } = parseKey(e.key);
@@ -404,15 +465,19 @@ export class BlockCache {
     }
   }
 
-  /** Marks a disk object as used (adding it if another daemon wrote it) and persists its last use now and then. */
-  private touchOrAdopt(kind: ObjectKind, hash: string, size: number): void {
+  /**
+   * Marks a disk object as used (adding it if another daemon wrote it) and persists its last use now and
+   * then; `verified`: this process has just hashed the file's bytes (or wrote them), so it trusts them.
+   */
+  private touchOrAdopt(kind: ObjectKind, hash: string, size: number, verified: boolean): void {
     const k = cacheKey(kind, hash);
     const now = Date.now();
     const e = this.index.touch(k, now);
     if (e) {
+      if (verified) e.verified = true;
       this.persistLastUse(e);
     } else if (size <= this.opts.maxBytes) {
-      this.index.add(k, size, now);
+      this.index.add(k, size, now, verified);
       this.evict(k);
     }
   }
@@ -438,6 +503,11 @@ export class BlockCache {
     void t.finally(() => this.background.delete(t));
   }
 
+  private enqueue(k: string, q: Queued): void {
+    this.prefetchQueue.push(q);
+    this.prefetchQueued.set(k, q);
+  }
+
   private pumpPrefetch(): void {
     while (this.state === 'open' && this.prefetchQueue.length > 0) {
       const next = this.prefetchQueue[0];
@@ -446,16 +516,28 @@ export class BlockCache {
       if (this.has(next.kind, next.hash) || this.inflight.has(k)) {
         this.prefetchQueue.shift();
         this.prefetchQueued.delete(k);
+        // cached or already on its way: waiters join it without taking a slot
+        if (next.waiters.length > 0) this.settle(next.waiters, this.get(next.kind, next.hash));
         continue;
       }
       const release = this.slots.tryAcquireBackground();
       if (!release) break;
       this.prefetchQueue.shift();
       this.prefetchQueued.delete(k);
-      this.flight(next.kind, next.hash, false, release).catch((e: unknown) => {
+      const p = this.flight(next.kind, next.hash, false, release).then((l) => l.data);
+      if (next.waiters.length > 0) this.settle(next.waiters, p);
+      p.catch((e: unknown) => {
         this.log?.debug({ op: 'cache.prefetch', kind: next.kind, hash: next.hash, err: errorMessage(e) }, 'prefetch failed');
       });
     }
+  }
+
+  private settle(waiters: readonly Waiter[], p: Promise<Buffer>): void {
+    p.then((data) => {
+      for (const w of waiters) w.resolve(data);
+    }, (e: unknown) => {
+      for (const w of waiters) w.reject(e);
+    });
   }
 }
 

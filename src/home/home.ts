@@ -18,8 +18,10 @@ import { Content } from '../inodes/content.js';
 import type { Journal } from '../inodes/journal.js';
 import { UpperFiles } from '../inodes/upper.js';
 import { HomeView } from '../inodes/view.js';
+import { NeighbourPrefetch } from '../inodes/neighbours.js';
 import { decodeTree } from '../snapshot/codec.js';
 import { Excludes } from '../snapshot/excludes.js';
+import { TreeWalk } from '../snapshot/treewalk.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { GcFence } from '../snapshot/gcfence.js';
 import { seal, type SealDeps, type SealResult } from '../seal/seal.js';
@@ -86,6 +88,7 @@ export class MountedHome {
   private control: Server | undefined;
   private session: Session | undefined;
   private sleeping: Promise<SealResult | null> | undefined;
+  private walk: TreeWalk | undefined;
   private readonly capacity: Capacity;
   private readonly cacheMetrics: CacheMetricsMirror;
   private readonly sealer: Sealer<SealResult | null>;
@@ -152,6 +155,8 @@ export class MountedHome {
         get: (h: string) => cache.get('block', h),
         prefetch: (hs: string[]) => cache.prefetch('block', hs),
         size: (h: string) => cache.size('block', h),
+        pin: (hs: readonly string[]) => hs.forEach((h) => cache.pin('block', h)),
+        unpin: (hs: readonly string[]) => hs.forEach((h) => cache.unpin('block', h)),
       };
       const upper = new UpperFiles(paths.upper);
       const excludes = new Excludes(cfg.excludes);
@@ -174,7 +179,8 @@ export class MountedHome {
         await upper.closeAll();
         await journal.close();
       });
-      const content = new Content(journal, upper, blocks, contentOpts);
+      const neighbours = new NeighbourPrefetch(journal, blocks, { maxFileBytes: defaults.cache.neighbourFileBytes, budgetBytes: defaults.cache.neighbourBudgetBytes });
+      const content = new Content(journal, upper, blocks, { ...contentOpts, neighbours });
       content.usedBytes = Content.seedUsedBytes(journal);
       const view = new HomeView(journal, {
         getTree: async (h) => decodeTree(await cache.get('meta', h), h),
@@ -190,6 +196,7 @@ export class MountedHome {
         h.session?.unmount(); // mounted, but what follows the mount failed
       });
       h.mount(mountFn);
+      if (choice.rootTree) h.walkNamespace(choice.rootTree);
       return h;
     } catch (e) {
       for (const step of undo.reverse()) await Promise.resolve().then(step).catch((u: unknown) => log.warn({ err: errorMessage(u) }, 'cleanup after a failed mount'));
@@ -246,6 +253,19 @@ export class MountedHome {
     this.timer.unref();
     this.state = 'active';
     this.log.info({ org: this.cfg.org, home: this.cfg.home, mountpoint: this.cfg.mountpoint, head: this.lastSnapshot }, 'mounted');
+  }
+
+  /**
+   * Fetches every tree of the base snapshot in the background, breadth-first (snapshot/treewalk.ts), so
+   * that the namespace of a fresh host costs O(depth) store round trips. A continuing state directory
+   * skips it: its journal already holds the directories it loaded.
+   */
+  private walkNamespace(root: string): void {
+    const started = Date.now();
+    this.walk = new TreeWalk((h) => this.cache.getInBackground('meta', h));
+    this.walk.run(root).then((r) => {
+      this.log.info({ op: 'treewalk', ...r, ms: Date.now() - started }, 'namespace fetched');
+    }, () => undefined);
   }
 
   private touch(): void {
@@ -395,6 +415,7 @@ export class MountedHome {
     await this.sealer.idle();
     if (!failure) await this.lease?.release();
     else this.lease?.stop();
+    this.walk?.stop();
     await this.cache.close().catch(() => undefined);
     await this.upper.closeAll();
     await this.hashPool.close();

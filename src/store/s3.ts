@@ -129,7 +129,10 @@ export class S3Store implements Store {
       // S3-compatible service (older Ceph, MinIO, R2); integrity is checked by hash at a higher level.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
-      requestHandler: { connectionTimeout: 5_000, requestTimeout: 120_000, throwOnRequestTimeout: true },
+      requestHandler: {
+        connectionTimeout: 5_000, requestTimeout: 120_000, throwOnRequestTimeout: true,
+        httpAgent: { keepAlive: true, maxSockets: defaults.storeSockets }, httpsAgent: { keepAlive: true, maxSockets: defaults.storeSockets },
+      },
       ...opts.clientConfig,
     };
     if (loc.endpoint) config.endpoint = loc.endpoint;
