@@ -1,7 +1,7 @@
 """Waking over a store one network hop away (issue 11): lib/proxy.py sits between the daemon and the S3
 endpoint and counts requests by kind. Asserts: the mount fetches every tree of HEAD in the background
-(so a later `find` costs no tree request); the first cold read of a small file prefetches the directory's
-other small files (reading them afterwards costs no block request); a read waiting on a hung store is
+(so a later `find` costs no tree request); the second cold read of a small file in a directory prefetches
+the directory's other small files (reading them afterwards costs no block request); a read waiting on a hung store is
 interrupted by Ctrl-C (SIGINT) with EINTR at once, and the file reads correctly once the store is back.
 
 Which reads the kernel interrupts: a synchronous FUSE request (O_DIRECT reads, lookups, readdir) gets
@@ -81,8 +81,10 @@ def _(t):
         _settled(h, 'GET', 'meta')
         before = h.proxy.count('GET', 'blocks')
         eq(read(os.path.join(mnt, 'src/n05')), files['src/n05'], 'the first cold read')
+        eq(_settled(h, 'GET', 'blocks') - before, 1, 'one cold read in a directory fetches just its file')
+        eq(read(os.path.join(mnt, 'src/n06')), files['src/n06'], 'the second cold read')
         blocks = _settled(h, 'GET', 'blocks')
-        eq(blocks - before, 20, 'the first cold read fetched its block and prefetched the other 19 small files')
+        eq(blocks - before, 20, 'the second cold read in the directory prefetched the other 18 small files')
         for name, data in files.items():
             if name.startswith('src/'):
                 eq(read(os.path.join(mnt, name)), data, name)

@@ -89,10 +89,10 @@ export const defaults = {
     fetchParallelism: 96,
     /** Of those, prefetch (namespace walk, readahead, neighbours) uses at most this many: issue 11 wants >= 64. */
     prefetchParallelism: 64,
-    /** A cold read of a file of at most this size prefetches the other files of its directory this small, */
+    /** A second cold read in a directory of a file of at most this size prefetches its other files this small, */
     neighbourFileBytes: 256 * 1024,
-    /** up to this many bytes per directory (0 turns it off). */
-    neighbourBudgetBytes: 8 * 1024 * 1024,
+    /** up to this many bytes per directory (0 turns it off; it is off for stores on local disk). */
+    neighbourBudgetBytes: 2 * 1024 * 1024,
     /** A fetch (waiting for a slot + the GET) that takes longer fails with StoreUnavailableError. */
     fetchTimeoutMs: 30_000,
     /** Prefetch requests queued beyond this are dropped. */

@@ -43,6 +43,11 @@ import { CacheMetricsMirror, Capacity, dirtyTotals, homeStatus } from './report.
 import { HashPool } from '../hash/pool.js';
 import { makeDirsSync } from '../util/mkdirs.js';
 
+/** A store reached over the network (S3), as opposed to one on this host's disk (file://, memory://). */
+function isRemote(url: string): boolean {
+  return !url.startsWith('file:') && !url.startsWith('memory:');
+}
+
 export type HomeState = 'waking' | 'active' | 'parked' | 'securing' | 'asleep';
 
 export interface MountConfig {
@@ -179,7 +184,9 @@ export class MountedHome {
         await upper.closeAll();
         await journal.close();
       });
-      const neighbours = new NeighbourPrefetch(journal, blocks, { maxFileBytes: defaults.cache.neighbourFileBytes, budgetBytes: defaults.cache.neighbourBudgetBytes });
+      // Prefetch only hides store round trips: on a store on this host's disk it would just pull bytes early.
+      const remote = isRemote(store.url);
+      const neighbours = new NeighbourPrefetch(journal, blocks, { maxFileBytes: defaults.cache.neighbourFileBytes, budgetBytes: remote ? defaults.cache.neighbourBudgetBytes : 0 });
       const content = new Content(journal, upper, blocks, { ...contentOpts, neighbours });
       content.usedBytes = Content.seedUsedBytes(journal);
       const view = new HomeView(journal, {
@@ -196,7 +203,7 @@ export class MountedHome {
         h.session?.unmount(); // mounted, but what follows the mount failed
       });
       h.mount(mountFn);
-      if (choice.rootTree) h.walkNamespace(choice.rootTree);
+      if (choice.rootTree && remote) h.walkNamespace(choice.rootTree);
       return h;
     } catch (e) {
       for (const step of undo.reverse()) await Promise.resolve().then(step).catch((u: unknown) => log.warn({ err: errorMessage(u) }, 'cleanup after a failed mount'));
@@ -258,7 +265,8 @@ export class MountedHome {
   /**
    * Fetches every tree of the base snapshot in the background, breadth-first (snapshot/treewalk.ts), so
    * that the namespace of a fresh host costs O(depth) store round trips. A continuing state directory
-   * skips it: its journal already holds the directories it loaded.
+   * skips it (its journal already holds the directories it loaded), and so does a store on local disk,
+   * where a round trip costs nothing and the walk would only compete with the first reads.
    */
   private walkNamespace(root: string): void {
     const started = Date.now();

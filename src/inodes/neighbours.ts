@@ -1,11 +1,12 @@
 /**
  * Prefetch of a directory's small files on the first cold read in it (issue 11 item 4). Readers such as
  * `grep -r`, `tar c`, `git status` and npm go through a directory one file at a time; over a store one
- * network hop away each cold file would cost its own round trip, one after another. When a file of at most
- * `maxFileBytes` is read and its block is not cached, the other files of its directory that are as small
- * and stored only in the store are prefetched, in name order starting after the file read (the order
- * those readers use), up to `budgetBytes`. Each directory is handled once per mount: later cold reads in
- * it find their blocks cached or in flight.
+ * network hop away each cold file would cost its own round trip, one after another. When a second file
+ * of at most `maxFileBytes` is read cold in one directory (one cold read is what a reader of scattered
+ * files does too; two say the directory is being gone through), the other files of that directory that
+ * are as small and stored only in the store are prefetched, in name order starting after the file read
+ * (the order those readers use), up to `budgetBytes`. Each directory is prefetched once per mount: later
+ * cold reads in it find their blocks cached or in flight.
  */
 import type { BlockReader } from './content.js';
 import type { Journal } from './journal.js';
@@ -19,6 +20,8 @@ export interface NeighbourOptions {
 const MAX_REMEMBERED = 65_536;
 
 export class NeighbourPrefetch {
+  /** Directories with one cold read so far, and directories prefetched already. */
+  private readonly once = new Set<number>();
   private readonly done = new Set<number>();
 
   constructor(
@@ -32,10 +35,16 @@ export class NeighbourPrefetch {
     return this.opts.budgetBytes > 0 && size <= this.opts.maxFileBytes;
   }
 
-  /** File `ino` (small) was just read cold: prefetch its small neighbours, once per directory. */
+  /** File `ino` (small) was just read cold: on the second such read in its directory, prefetch the rest. */
   coldRead(ino: number): void {
     const parent = this.journal.get(ino)?.parents[0];
     if (parent === undefined || this.done.has(parent)) return;
+    if (!this.once.has(parent)) {
+      if (this.once.size >= MAX_REMEMBERED) this.once.clear();
+      this.once.add(parent);
+      return;
+    }
+    this.once.delete(parent);
     if (this.done.size >= MAX_REMEMBERED) this.done.clear();
     this.done.add(parent);
     const names = [...this.journal.children(parent)].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
