@@ -93,6 +93,8 @@ export const defaults = {
     neighbourFileBytes: 256 * 1024,
     /** up to this many bytes per directory (0 turns it off; it is off for stores on local disk). */
     neighbourBudgetBytes: 2 * 1024 * 1024,
+    /** Once two subdirectories of a directory were prefetched so, its whole subtree's small files, up to this. */
+    subtreeBudgetBytes: 32 * 1024 * 1024,
     /** A fetch (waiting for a slot + the GET) that takes longer fails with StoreUnavailableError. */
     fetchTimeoutMs: 30_000,
     /** Prefetch requests queued beyond this are dropped. */

@@ -132,6 +132,7 @@ class FaultProxy:
         class Server(ThreadingHTTPServer):
             daemon_threads = True
             allow_reuse_address = True
+            request_queue_size = 256  # the listen backlog: a daemon opens up to 128 connections at once
 
             def handle_error(self, request, client_address):
                 pass  # a client that went away mid-request is part of the game

@@ -186,13 +186,19 @@ export class MountedHome {
       });
       // Prefetch only hides store round trips: on a store on this host's disk it would just pull bytes early.
       const remote = isRemote(store.url);
-      const neighbours = new NeighbourPrefetch(journal, blocks, { maxFileBytes: defaults.cache.neighbourFileBytes, budgetBytes: remote ? defaults.cache.neighbourBudgetBytes : 0 });
+      const trees = {
+        getTree: async (h: string) => decodeTree(await cache.get('meta', h), h),
+        prefetchTrees: (hs: string[]) => cache.prefetch('meta', hs),
+      };
+      const backgroundTrees = { getTree: async (h: string) => decodeTree(await cache.getInBackground('meta', h), h) };
+      const neighbours = new NeighbourPrefetch(journal, blocks, backgroundTrees, {
+        maxFileBytes: defaults.cache.neighbourFileBytes,
+        budgetBytes: remote ? defaults.cache.neighbourBudgetBytes : 0,
+        subtreeBudgetBytes: remote ? defaults.cache.subtreeBudgetBytes : 0,
+      });
       const content = new Content(journal, upper, blocks, { ...contentOpts, neighbours });
       content.usedBytes = Content.seedUsedBytes(journal);
-      const view = new HomeView(journal, {
-        getTree: async (h) => decodeTree(await cache.get('meta', h), h),
-        prefetchTrees: (hs) => cache.prefetch('meta', hs),
-      });
+      const view = new HomeView(journal, trees);
       view.onReclaim = (node) => void content.reclaim(node).catch((e: unknown) => log.warn({ op: 'reclaim', ino: node.ino, err: errorMessage(e) }, 'cannot remove the upper file of a deleted file'));
       const ra = choice.rootAttrs;
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
