@@ -1,7 +1,8 @@
 """Waking over a store one network hop away (issue 11): lib/proxy.py sits between the daemon and the S3
 endpoint and counts requests by kind. Asserts: the mount fetches every tree of HEAD in the background
 (so a later `find` costs no tree request); the second cold read of a small file in a directory prefetches
-the directory's other small files (reading them afterwards costs no block request); a read waiting on a hung store is
+the directory's other small files (reading them afterwards costs no block request), and two such
+directories under one parent prefetch the parent's subtree; a read waiting on a hung store is
 interrupted by Ctrl-C (SIGINT) with EINTR at once, and the file reads correctly once the store is back.
 
 Which reads the kernel interrupts: a synchronous FUSE request (O_DIRECT reads, lookups, readdir) gets
@@ -89,6 +90,30 @@ def _(t):
             if name.startswith('src/'):
                 eq(read(os.path.join(mnt, name)), data, name)
         eq(h.proxy.count('GET', 'blocks'), blocks, 'reading the neighbours cost no further request')
+    finally:
+        h.close()
+
+
+@check('wake.subtree_prefetch', needs=('homefs', 's3'), timeout=240)
+def _(t):
+    """A reader going through sibling directories (grep -r): once two of them were prefetched, the small
+    files of their parent's whole subtree are prefetched too."""
+    h = S3Home(t, 'subtree')
+    try:
+        files = {f't/d{d}/f{i}': os.urandom(2000 + 10 * d + i) for d in range(4) for i in range(4)}
+        files['other/x'] = os.urandom(2000)  # outside t/: never prefetched
+        _push_tree(t, h, files)
+        mnt = h.mount()
+        _settled(h, 'GET', 'meta')
+        before = h.proxy.count('GET', 'blocks')
+        for name in ('t/d0/f0', 't/d0/f1', 't/d1/f0', 't/d1/f1'):
+            eq(read(os.path.join(mnt, name)), files[name], name)
+        blocks = _settled(h, 'GET', 'blocks')
+        eq(blocks - before, 16, 'two cold reads in each of two sibling directories fetched all 16 files of t/')
+        for name, data in files.items():
+            if name.startswith('t/'):
+                eq(read(os.path.join(mnt, name)), data, name)
+        eq(h.proxy.count('GET', 'blocks'), blocks, 'reading the rest of t/ cost no further request')
     finally:
         h.close()
 
