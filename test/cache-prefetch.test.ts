@@ -186,3 +186,20 @@ test('the namespace walk fetches every tree once, a level\'s requests in flight 
     await c.close();
   });
 });
+
+test('when every cached block is pinned, a newcomer is kept in memory only: the cap still holds', async () => {
+  await withTempDir(async (dir) => {
+    const store = new CountingStore();
+    const blocks = await Promise.all(Array.from({ length: 5 }, () => addBlock(store, 1000)));
+    const c = await open(dir, store, { maxBytes: 4 * 1000 });
+    for (const b of blocks) {
+      c.pin('block', b.hash); // one open file holding all five
+      assert.deepEqual(await c.read(b.hash, 0, 1000), b.data);
+      await c.flush();
+      assert.ok(c.stats().bytes <= 4000, `cache holds ${c.stats().bytes} bytes`);
+    }
+    assert.deepEqual(c.diskOrder(), blocks.slice(0, 4).map((b) => `block/${b.hash}`), 'the first four stay on disk');
+    assert.deepEqual(await c.read(at(blocks, 4).hash, 0, 1000), at(blocks, 4).data, 'the fifth is still served (from memory)');
+    await c.close();
+  });
+});

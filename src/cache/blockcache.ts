@@ -259,6 +259,12 @@ export class BlockCache {
     return this.memory?.get(k)?.length ?? this.writing.get(k)?.data.length ?? this.index.get(k)?.size;
   }
 
+  /** Cached, being fetched or queued for prefetch: a read of it will not start a fetch of its own. */
+  known(kind: ObjectKind, hash: string): boolean {
+    const k = cacheKey(kind, hash);
+    return this.has(kind, hash) || this.inflight.has(k) || this.prefetchQueued.has(k);
+  }
+
   /** In memory or on disk as far as this daemon knows, without any I/O. */
   has(kind: ObjectKind, hash: string): boolean {
     const k = cacheKey(kind, hash);
@@ -450,10 +456,13 @@ export class BlockCache {
     return done;
   }
 
-  /** Evicts least recently used unpinned files down to the cap; if that is not enough, `keep` goes too. */
+  /**
+   * Evicts least recently used unpinned files down to the cap; if that is not enough, `keep` (the
+   * newcomer) goes too, pinned or not: the blocks of open files already on disk stay, the cap holds.
+   */
   private evict(keep?: string): void {
     const victims = this.index.evictTo(this.opts.maxBytes, keep);
-    if (keep !== undefined && this.index.bytes > this.opts.maxBytes && !this.index.isPinned(keep)) {
+    if (keep !== undefined && this.index.bytes > this.opts.maxBytes) {
       const e = this.index.remove(keep);
       if (e) victims.push(e);
     }

@@ -160,6 +160,7 @@ export class MountedHome {
         get: (h: string) => cache.get('block', h),
         prefetch: (hs: string[]) => cache.prefetch('block', hs),
         size: (h: string) => cache.size('block', h),
+        known: (h: string) => cache.known('block', h),
         pin: (hs: readonly string[]) => hs.forEach((h) => cache.pin('block', h)),
         unpin: (hs: readonly string[]) => hs.forEach((h) => cache.unpin('block', h)),
       };

@@ -33,6 +33,8 @@ export interface BlockReader {
   prefetch(hashes: string[]): void;
   /** The block's length when known locally (after any read of it), for checking it against its file. */
   size(hash: string): number | undefined;
+  /** Cached, being fetched or queued: a read of it is not a cold read (default: `size` is known). */
+  known?(hash: string): boolean;
   /** Keep these blocks cached (counted) until as many `unpin`s: the blocks of an open file. */
   pin?(hashes: readonly string[]): void;
   unpin?(hashes: readonly string[]): void;
@@ -97,7 +99,7 @@ export class Content {
         if (!hash) throw fsErr(E.EIO, `inode ${ino} has no block ${idx}`);
         const avail = Math.min(len, sealed - pos);
         const nb = this.opts.neighbours;
-        if (idx === 0 && nb?.wants(sealed) && this.blocks.size(hash) === undefined) nb.coldRead(ino);
+        if (idx === 0 && nb?.wants(sealed) && !(this.blocks.known?.(hash) ?? this.blocks.size(hash) !== undefined)) nb.coldRead(ino);
         const got = await this.blocks.read(hash, pos - idx * stride, avail);
         // A block shorter than the tree says is a lying (corrupt or hostile) tree: never serve made-up bytes.
         const want = Math.min(stride, sealed - idx * stride);
