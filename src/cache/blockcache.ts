@@ -18,9 +18,9 @@
  * since it started. Writes are not synced; diskfiles.ts explains why trust per process keeps torn files
  * of a host crash from ever being served.
  *
- * Prefetch (`prefetch`, `getInBackground`) runs in a FIFO queue on at most `prefetchParallelism` fetch
- * slots; a reader's fetch never queues behind it (fetchslots.ts) and joins a prefetch already in flight for
- * its object. Blocks of open files can be pinned: eviction skips them, and an insert that cannot fit
+ * Prefetch (`prefetch`, `getInBackground`) runs in a FIFO queue (prefetchqueue.ts) on at most
+ * `prefetchParallelism` fetch slots; a reader's fetch never queues behind it (fetchslots.ts) and joins a
+ * prefetch already in flight for its object. Blocks of open files can be pinned: eviction skips them, and an insert that cannot fit
  * under the cap otherwise is dropped from disk at once (it stays in memory), so the cap always holds.
  *
  * Buffers returned by `get()` and `read()` may be views of cached memory: callers must not modify them.
@@ -38,6 +38,7 @@ import { DiskFiles, preadRange, type ObjectKind } from './diskfiles.js';
 import { FdCache } from './fdcache.js';
 import { DiskIndex, type IndexEntry } from './diskindex.js';
 import { FetchSlots, type Release } from './fetchslots.js';
+import { PrefetchQueue } from './prefetchqueue.js';
 
 export type { ObjectKind } from './diskfiles.js';
 
@@ -91,16 +92,6 @@ interface Loaded {
   source: Source;
 }
 type State = 'new' | 'open' | 'closed';
-interface Waiter {
-  resolve(data: Buffer): void;
-  reject(e: unknown): void;
-}
-interface Queued {
-  kind: ObjectKind;
-  hash: string;
-  /** getInBackground callers waiting for the object. */
-  waiters: Waiter[];
-}
 
 export class BlockCache {
   private readonly files: DiskFiles;
@@ -112,8 +103,7 @@ export class BlockCache {
   private readonly inflight = new Map<string, Promise<Loaded>>();
   private readonly background = new Set<Promise<unknown>>();
   private readonly slots: FetchSlots;
-  private readonly prefetchQueue: Queued[] = [];
-  private readonly prefetchQueued = new Map<string, Queued>();
+  private readonly queue: PrefetchQueue;
   private readonly hash: HashFn;
   private readonly timeoutMs: number;
   private readonly maxPrefetchQueue: number;
@@ -132,7 +122,15 @@ export class BlockCache {
       : undefined;
     const parallelism = Math.max(1, opts.fetchParallelism ?? defaults.cache.fetchParallelism);
     const background = Math.min(parallelism, Math.max(1, opts.prefetchParallelism ?? defaults.cache.prefetchParallelism));
-    this.slots = new FetchSlots(parallelism, background, () => this.pumpPrefetch());
+    this.queue = new PrefetchQueue({
+      open: () => this.state === 'open',
+      present: (kind, hash) => this.has(kind, hash) || this.inflight.has(cacheKey(kind, hash)),
+      trySlot: () => this.slots.tryAcquireBackground(),
+      start: (kind, hash, slot) => this.flight(kind, hash, false, slot).then((l) => l.data),
+      join: (kind, hash) => this.get(kind, hash),
+      failed: (kind, hash, e) => this.log?.debug({ op: 'cache.prefetch', kind, hash, err: errorMessage(e) }, 'prefetch failed'),
+    });
+    this.slots = new FetchSlots(parallelism, background, () => this.queue.pump());
     this.hash = opts.hash ?? hashBuffer;
     this.timeoutMs = opts.fetchTimeoutMs ?? defaults.cache.fetchTimeoutMs;
     this.maxPrefetchQueue = opts.maxPrefetchQueue ?? defaults.cache.maxPrefetchQueue;
@@ -209,14 +207,14 @@ export class BlockCache {
         continue;
       }
       const k = cacheKey(kind, hash);
-      if (this.has(kind, hash) || this.inflight.has(k) || this.prefetchQueued.has(k)) continue;
-      if (this.prefetchQueue.length >= this.maxPrefetchQueue) {
+      if (this.has(kind, hash) || this.inflight.has(k) || this.queue.has(k)) continue;
+      if (this.queue.length >= this.maxPrefetchQueue) {
         this.log?.debug({ op: 'cache.prefetch', hash }, 'prefetch queue full; request dropped');
         continue;
       }
-      this.enqueue(k, { kind, hash, waiters: [] });
+      this.queue.add(k, kind, hash);
     }
-    this.pumpPrefetch();
+    this.queue.pump();
   }
 
   /**
@@ -231,12 +229,7 @@ export class BlockCache {
     const mem = this.memory?.get(k);
     if (mem) return Promise.resolve(mem);
     if (this.has(kind, hash) || this.inflight.has(k)) return this.get(kind, hash);
-    return new Promise<Buffer>((resolve, reject) => {
-      const queued = this.prefetchQueued.get(k);
-      if (queued) queued.waiters.push({ resolve, reject });
-      else this.enqueue(k, { kind, hash, waiters: [{ resolve, reject }] });
-      this.pumpPrefetch();
-    });
+    return this.queue.wait(k, kind, hash);
   }
 
   /** Keeps the object's disk file from eviction (counted; until as many `unpin`s). */
@@ -250,7 +243,7 @@ export class BlockCache {
 
   /** Prefetches queued and not started yet (tests and diagnostics). */
   get prefetchQueueLength(): number {
-    return this.prefetchQueue.length;
+    return this.queue.length;
   }
 
   /** The object's length if it is in memory or on disk as far as this daemon knows (no I/O). */
@@ -262,7 +255,7 @@ export class BlockCache {
   /** Cached, being fetched or queued for prefetch: a read of it will not start a fetch of its own. */
   known(kind: ObjectKind, hash: string): boolean {
     const k = cacheKey(kind, hash);
-    return this.has(kind, hash) || this.inflight.has(k) || this.prefetchQueued.has(k);
+    return this.has(kind, hash) || this.inflight.has(k) || this.queue.has(k);
   }
 
   /** In memory or on disk as far as this daemon knows, without any I/O. */
@@ -298,9 +291,7 @@ export class BlockCache {
   async close(): Promise<void> {
     if (this.state === 'closed') return;
     this.state = 'closed';
-    const dropped = this.prefetchQueue.splice(0);
-    this.prefetchQueued.clear();
-    for (const q of dropped) for (const w of q.waiters) w.reject(new Error('BlockCache is closed'));
+    this.queue.clear(new Error('BlockCache is closed'));
     await Promise.allSettled([...this.inflight.values()]);
     await this.flush();
     await this.fds.closeAll();
@@ -510,43 +501,6 @@ export class BlockCache {
     const t = p.catch((e: unknown) => this.log?.debug({ op, err: errorMessage(e) }, 'background cache operation failed'));
     this.background.add(t);
     void t.finally(() => this.background.delete(t));
-  }
-
-  private enqueue(k: string, q: Queued): void {
-    this.prefetchQueue.push(q);
-    this.prefetchQueued.set(k, q);
-  }
-
-  private pumpPrefetch(): void {
-    while (this.state === 'open' && this.prefetchQueue.length > 0) {
-      const next = this.prefetchQueue[0];
-      if (!next) break;
-      const k = cacheKey(next.kind, next.hash);
-      if (this.has(next.kind, next.hash) || this.inflight.has(k)) {
-        this.prefetchQueue.shift();
-        this.prefetchQueued.delete(k);
-        // cached or already on its way: waiters join it without taking a slot
-        if (next.waiters.length > 0) this.settle(next.waiters, this.get(next.kind, next.hash));
-        continue;
-      }
-      const release = this.slots.tryAcquireBackground();
-      if (!release) break;
-      this.prefetchQueue.shift();
-      this.prefetchQueued.delete(k);
-      const p = this.flight(next.kind, next.hash, false, release).then((l) => l.data);
-      if (next.waiters.length > 0) this.settle(next.waiters, p);
-      p.catch((e: unknown) => {
-        this.log?.debug({ op: 'cache.prefetch', kind: next.kind, hash: next.hash, err: errorMessage(e) }, 'prefetch failed');
-      });
-    }
-  }
-
-  private settle(waiters: readonly Waiter[], p: Promise<Buffer>): void {
-    p.then((data) => {
-      for (const w of waiters) w.resolve(data);
-    }, (e: unknown) => {
-      for (const w of waiters) w.reject(e);
-    });
   }
 }
 
