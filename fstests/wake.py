@@ -2,7 +2,8 @@
 endpoint and counts requests by kind. Asserts: the mount fetches every tree of HEAD in the background
 (so a later `find` costs no tree request); the second cold read of a small file in a directory prefetches
 the directory's other small files (reading them afterwards costs no block request), and two such
-directories under one parent prefetch the parent's subtree; a read waiting on a hung store is
+directories under one parent prefetch the parent's subtree; prefetch keeps the cache under --cache-size
+without evicting the block of a file held open; a read waiting on a hung store is
 interrupted by Ctrl-C (SIGINT) with EINTR at once, and the file reads correctly once the store is back.
 
 Which reads the kernel interrupts: a synchronous FUSE request (O_DIRECT reads, lookups, readdir) gets
@@ -114,6 +115,44 @@ def _(t):
             if name.startswith('t/'):
                 eq(read(os.path.join(mnt, name)), data, name)
         eq(h.proxy.count('GET', 'blocks'), blocks, 'reading the rest of t/ cost no further request')
+    finally:
+        h.close()
+
+
+def _cache_files(cache):
+    """(path, size) of every object file in a cache directory (all orgs, blocks and trees)."""
+    out = []
+    for root, _, names in os.walk(cache):
+        out += [(os.path.join(root, n), os.path.getsize(os.path.join(root, n))) for n in names if not n.startswith('.')]
+    return out
+
+
+@check('wake.prefetch_keeps_cap_and_open_files', needs=('homefs', 's3'), timeout=240)
+def _(t):
+    """Prefetch under a small --cache-size: the cache never holds more than its cap, and the block of a
+    file held open stays cached while prefetch brings in more than the cap."""
+    h = S3Home(t, 'cap')
+    cap = 1_000_000
+    try:
+        files = {f's/d{d}/f{i}': os.urandom(20_000 + 100 * d + i) for d in range(4) for i in range(10)}
+        files['big'] = os.urandom(700_000)
+        _push_tree(t, h, files)
+        cache, state, mnt = h.env.fresh_dirs('cap')
+        h.env.mount(h.home, mnt, cache, state, store_url=h.url, extra=('--takeover', '--cache-size', str(cap)))
+        h.mnts.append(mnt)
+        _settled(h, 'GET', 'meta')
+        with open(os.path.join(mnt, 'big'), 'rb') as big:
+            eq(big.read(), files['big'], 'big')
+            _settled(h, 'GET', 'blocks')
+            for name in ('s/d0/f0', 's/d0/f1', 's/d1/f0', 's/d1/f1'):  # a recursive reader: prefetches all of s/
+                eq(read(os.path.join(mnt, name)), files[name], name)
+            _settled(h, 'GET', 'blocks')
+            h.env.sync(mnt)  # nothing to seal; waits for the daemon to answer, so its cache writes are done
+            held = _cache_files(cache)
+            total = sum(size for _, size in held)
+            true(total <= cap, f'the cache holds {total} bytes, cap {cap}')
+            true(any(size == 700_000 for _, size in held), 'the block of the open file is still cached')
+            true(h.proxy.count('GET', 'blocks') >= 1 + 40, 'prefetch fetched more than the cap holds')
     finally:
         h.close()
 
