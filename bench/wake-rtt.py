@@ -6,7 +6,10 @@ home, grep -r through one repo (its files read one by one). Prints one Markdown 
 the store requests of the wake by kind (as the proxy counted them).
 
   eval "$(test/support/ceph.sh start)"
-  bench/wake-rtt.py [--rtt MS] [--dirs N] LABEL=PATH/TO/bin/homefs [LABEL=...]
+  bench/wake-rtt.py [--rtt MS] [--dirs N] [--prof DIR] LABEL=PATH/TO/bin/homefs [LABEL=...]
+
+--prof DIR: the daemons run with --cpu-prof into DIR/LABEL (summarize with
+`node dist/bench/lib/tools/cpuprofile.js DIR/LABEL/*.cpuprofile`).
 
 Each build gets fresh cache and state directories; page caches are not dropped (the mount is new, so
 nothing of it is cached in the kernel)."""
@@ -51,7 +54,7 @@ def timed(fn):
     return time.monotonic() - t0
 
 
-def one(label, binary, home, direct, url, rtt, work):
+def one(label, binary, home, direct, url, rtt, work, prof=None):
     proxy = FaultProxy(*endpoint_of(direct)).start()
     proxy.add('latency', None, None, seconds=rtt / 1000)
     purl = rewrite_url(url, port=proxy.port)
@@ -60,7 +63,11 @@ def one(label, binary, home, direct, url, rtt, work):
     os.makedirs(mnt)
     row = {}
     try:
-        row['mount'] = timed(lambda: run([binary, 'mount', home, mnt, '--store', purl, '--cache-dir', cache, '--state-dir', state], timeout=120))
+        env = dict(os.environ)
+        if prof:
+            os.makedirs(os.path.join(prof, label), exist_ok=True)
+            env['NODE_OPTIONS'] = f'--cpu-prof --cpu-prof-dir={os.path.join(prof, label)}'
+        row['mount'] = timed(lambda: run([binary, 'mount', home, mnt, '--store', purl, '--cache-dir', cache, '--state-dir', state], timeout=120, env=env))
         row['cat'] = timed(lambda: run(['cat', os.path.join(mnt, 'notes', 'note0.md')], timeout=120))
         row['find'] = timed(lambda: run(['find', mnt], timeout=600))
         row['grep'] = timed(lambda: subprocess.run(['grep', '-r', 'zzzzzzzz', os.path.join(mnt, 'repo')], capture_output=True, timeout=600))
@@ -80,6 +87,7 @@ def main():
     ap.add_argument('--rtt', type=float, default=20)
     ap.add_argument('--dirs', type=int, default=600)
     ap.add_argument('--work', default='/var/tmp/homefs-wake-rtt')
+    ap.add_argument('--prof', help='write the daemons\' CPU profiles here')
     ap.add_argument('builds', nargs='+')
     a = ap.parse_args()
     s3 = os.environ.get('HOMEFS_TEST_S3_URL')
@@ -101,7 +109,7 @@ def main():
     print('|---|---:|---:|---:|---:|---:|---:|---:|---:|')
     for b in a.builds:
         label, binary = b.split('=', 1)
-        r = one(label, binary, home, direct, direct, a.rtt, a.work)
+        r = one(label, binary, home, direct, direct, a.rtt, a.work, a.prof)
         print(f"| {label} | {r['mount']:.2f} s | {r['cat']:.2f} s | {r['find']:.2f} s | {r['grep']:.2f} s | {r['total']:.2f} s | {r['meta']} | {r['blocks']} | {r['other']} |", flush=True)
     shutil.rmtree(src, ignore_errors=True)
 
