@@ -33,14 +33,26 @@ export function excludePatterns(env: NodeJS.ProcessEnv = process.env): string[] 
   return v.split(/[,\n]/).map((s) => s.trim()).filter((s) => s.length > 0);
 }
 
+/**
+ * Test fault injection, for the crash tests only: HOMEFS_TEST_KILL_IN_COMMIT=n makes the daemon SIGKILL
+ * itself inside its n-th journal commit that holds several changes (before that commit ends).
+ */
+export function journalTestOptions(env: NodeJS.ProcessEnv = process.env): { killInCommit?: number } {
+  const n = Number(env.HOMEFS_TEST_KILL_IN_COMMIT);
+  return Number.isInteger(n) && n > 0 ? { killInCommit: n } : {};
+}
+
 /** Largest file a home holds (1 TiB): a bigger write or truncate answers EFBIG, as ext4 does past 16 TiB. */
 export const MAX_FILE_BYTES = 2 ** 40;
 
 export const defaults = {
-  /** Parallel store requests per operation (uploads, existence checks, fetches). */
-  storeParallelism: 16,
-  /** Kept-alive connections per S3 endpoint (the SDK's default of 50 would queue the cache's fetches). */
-  storeSockets: 128,
+  /** Parallel store requests per operation (existence checks in one `has()`). */
+  storeParallelism: 64,
+  /**
+   * Connections an s3:// store keeps open (kept alive) at most: room for a mount's cache fetches, a seal's
+   * uploads and its existence checks at once. The SDK's own default is 50.
+   */
+  storeSockets: 256,
   /** Retries of a failed store request (throttling, 5xx, network) before giving up. */
   storeRetries: 5,
   storeRetryBaseMs: 100,
@@ -60,7 +72,7 @@ export const defaults = {
   /** gc grace period for unreferenced objects. */
   gcGraceMs: 24 * 3600_000,
   /** A mounted home: files sealed concurrently, and worker threads hashing what a seal uploads. */
-  sealParallelism: 4,
+  sealParallelism: 64, // each holds one block of its file while it uploads: ≤ 64 x 8 MiB at worst
   sealHashThreads: 1,
   /** Blocks prefetched ahead of a sequential reader of a large file. */
   readaheadBlocks: 4,
@@ -72,14 +84,20 @@ export const defaults = {
   sleepSealRetryMaxMs: 10_000,
   /** `homefs push` (snapshot/push.ts). */
   push: {
-    /** Files hashed and uploaded at once (each holds at most one 8 MiB block in memory); PushOptions.parallelism overrides. */
-    parallelism: 16,
+    /** Files hashed and uploaded at once; PushOptions.parallelism overrides. */
+    parallelism: 64,
+    /** Of those, blocks of 1 MiB and more in memory at once (bounds push's memory to about 16 x 8 MiB + 64 MiB). */
+    bigBlocks: 16,
     /** readdir/lstat/readlink calls in flight while scanning. */
     scanConcurrency: 64,
     /** Trees of one depth written at once. */
-    treeParallelism: 16,
+    treeParallelism: 64,
     /** Reads of a file that keeps changing while it is hashed, before push gives up on it. */
     readAttempts: 3,
+  },
+  /** `homefs pull` (snapshot/pull.ts): files written at once, each streamed block by block. */
+  pull: {
+    parallelism: 64,
   },
   /** The block cache (cache/blockcache.ts); each can be overridden by its options. */
   cache: {
@@ -103,6 +121,22 @@ export const defaults = {
     openFiles: 32,
     /** A cached file's mtime (its persisted last use) is refreshed at most this often. */
     persistLastUseMs: 60_000,
+  },
+  /** The hot set for the next wake (home/hotset.ts, docs/format.md). */
+  hotset: {
+    /** Objects a session records at most, and their total bytes (past either, later reads are not recorded). */
+    maxEntries: 200_000,
+    maxBytes: 2 * 1024 * 1024 * 1024,
+    /** Write a wake pack at sleep (docs/decisions.md has the measurement that decided it). */
+    pack: true,
+    /** The wake pack holds objects up to this size, until it reaches its budget. */
+    packObjectMax: 1024 * 1024,
+    packBytes: 64 * 1024 * 1024,
+    /** A wake fetches the pack in ranged GETs of about this size, this many at once. */
+    packRangeBytes: 4 * 1024 * 1024,
+    packParallelism: 16,
+    /** A mount rewrites the record after a seal at most this often (and always at sleep). */
+    recordIntervalMs: 60_000,
   },
   /** gc waits this long between announcing its epoch and marking (snapshot/gcfence.ts). */
   gcFenceWaitMs: 3 * 60_000,

@@ -31,7 +31,7 @@ describe('s3:// URLs', () => {
     assert.equal(aws.pathStyle, false);
     assert.equal(aws.region, undefined);
     assert.equal(aws.endpoint, undefined);
-    assert.equal(aws.parallelism, 16);
+    assert.equal(aws.parallelism, 64);
     const ceph = parse('s3://bkt/p?endpoint=https://rgw.example:8443');
     assert.equal(ceph.pathStyle, true);
     assert.equal(ceph.region, 'us-east-1');

@@ -31,6 +31,9 @@ class OverwritingStore implements Store {
   get(key: string): Promise<Buffer> {
     return this.inner.get(key);
   }
+  getRange(key: string, offset: number, length: number): Promise<Buffer> {
+    return this.inner.getRange(key, offset, length);
+  }
   put(key: string, data: Buffer): Promise<void> {
     return this.inner.put(key, data);
   }

@@ -3,8 +3,12 @@
  * summary, writes docs/benchmarks.md (its bench/run block only) and the charts in docs/bench/.
  *
  *   bench/run [--quick] [--only NAME[,NAME…]] [--work DIR] [--rounds N] [--scale X] [--note TEXT]
+ *   bench/run --rtt MS[,MS…] [--own-ceph] [--work DIR] [--rounds N] [--scale X] [--note TEXT]
  * (--rounds and --scale override the preset; a run with --scale is a try-out and writes no docs; --note adds
- * TEXT, e.g. what else was running, to the notes of every scenario this run measures.)
+ * TEXT, e.g. what else was running, to the notes of every scenario this run measures. --rtt runs the
+ * scenarios over the test Ceph RGW behind a latency proxy instead (bench/lib/rttrun.ts), on the --quick
+ * home, one round unless --rounds, and writes its own block of docs/benchmarks.md; --own-ceph starts a private
+ * Ceph for the run and stops it afterwards, out of reach of other people's test runs.)
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +16,7 @@ import { cpus, loadavg, totalmem, release } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Ctx, FULL, QUICK } from './context.js';
 import { installCleanup, unmountAll } from './mounts.js';
+import { parseRtts, runRtt } from './rttrun.js';
 import { sectionMd, tableText, writeBlock, type Headline, type Scenario, type Section } from './report.js';
 import { barChartSvg } from './svg.js';
 import { SCENARIOS } from '../scenarios/index.js';
@@ -24,7 +29,7 @@ interface Stored {
 }
 
 function usage(msg: string): never {
-  process.stderr.write(`bench/run: ${msg}\nusage: bench/run [--quick] [--only ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--work DIR] [--rounds N] [--scale X] [--note TEXT]\n`);
+  process.stderr.write(`bench/run: ${msg}\nusage: bench/run [--quick] [--only ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--work DIR] [--rounds N] [--scale X] [--note TEXT]\n       bench/run --rtt MS[,MS…] [--own-ceph] [--work DIR] [--rounds N] [--scale X] [--note TEXT]\n`);
   process.exit(2);
 }
 
@@ -53,6 +58,8 @@ async function main(): Promise<void> {
   let rounds: number | undefined;
   let scale: number | undefined;
   let note: string | undefined;
+  let rtts: number[] | undefined;
+  let ownCeph = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') quick = true;
@@ -61,6 +68,14 @@ async function main(): Promise<void> {
     else if (a === '--rounds') rounds = Number(argv[++i]);
     else if (a === '--scale') scale = Number(argv[++i]);
     else if (a === '--note') note = argv[++i] ?? usage('--note needs a text');
+    else if (a === '--own-ceph') ownCeph = true;
+    else if (a === '--rtt') {
+      try {
+        rtts = parseRtts(argv[++i] ?? usage('--rtt needs milliseconds, e.g. --rtt 0,20'));
+      } catch (e) {
+        usage(e instanceof Error ? e.message : String(e));
+      }
+    }
     else usage(`unknown option '${a}'`);
   }
   if (rounds !== undefined && !(Number.isInteger(rounds) && rounds > 0)) usage('--rounds must be a positive integer');
@@ -68,14 +83,26 @@ async function main(): Promise<void> {
   const unknown = (only ?? []).filter((n) => !SCENARIOS.some((s) => s.name === n));
   if (unknown.length) usage(`unknown scenario '${unknown.join(',')}'`);
   if (process.getuid?.() !== 0) usage('must run as root (drop_caches, fusectl abort, mounts)');
+  if (rtts && (quick || only)) usage('--rtt runs its own scenarios: drop --quick / --only');
+  if (ownCeph && !rtts) usage('--own-ceph goes with --rtt');
 
   const repo = resolve(import.meta.dirname, '../../..');
   const tryout = scale !== undefined; // a smaller home than the preset: never published
-  const sizes = { ...(quick ? QUICK : FULL), ...(rounds ? { rounds } : {}), ...(scale ? { scale } : {}) };
+  const sizes = { ...(quick || rtts ? QUICK : FULL), ...(rtts ? { rounds: 1 } : {}), ...(rounds ? { rounds } : {}), ...(scale ? { scale } : {}) };
   mkdirSync(work, { recursive: true });
   const ctx = new Ctx(repo, work, quick, sizes);
   installCleanup();
   const command = `bench/run ${argv.filter((x, i) => x !== '--note' && argv[i - 1] !== '--note').join(' ')}`.trim(); // the note goes in the notes
+  if (rtts) {
+    const md = await runRtt(ctx, rtts, command, note, ownCeph);
+    unmountAll();
+    if (tryout) process.stdout.write(`\n${md}\n--scale given: a try-out, docs/benchmarks.md left alone\n`);
+    else {
+      writeBlock(join(repo, 'docs', 'benchmarks.md'), md, 'bench/run --rtt');
+      process.stdout.write(`\n${md}\nWrote ${join(repo, 'docs', 'benchmarks.md')} (its bench/run --rtt block)\n`);
+    }
+    return;
+  }
   const date = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   const docs = join(repo, 'docs');
   const chartsDir = join(docs, 'bench');

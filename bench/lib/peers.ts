@@ -15,11 +15,16 @@ export const HOMEFS_BIN = resolve(import.meta.dirname, '../../../bin/homefs');
 export interface HomefsMountOptions {
   ref: string; // org/home
   mnt: string;
-  store: string; // directory of a file:// store
+  store: string; // directory of a file:// store, or a store URL (s3://…)
   state: string;
   cache: string;
   fsync?: 'store' | 'local';
   takeover?: boolean;
+}
+
+/** The --store argument: a store URL as given, a directory as file://<absolute path>. */
+export function storeUrl(store: string): string {
+  return /^[a-z0-9]+:\/\//.test(store) ? store : `file://${resolve(store)}`;
 }
 
 export interface HomefsStatus {
@@ -34,7 +39,7 @@ export interface HomefsStatus {
 /** `homefs mount`; returns its wall time (the command returns once the mount is live). */
 export async function homefsMount(o: HomefsMountOptions): Promise<number> {
   mkdirSync(o.mnt, { recursive: true });
-  const args = ['mount', o.ref, o.mnt, '--store', `file://${resolve(o.store)}`, '--state-dir', o.state, '--cache-dir', o.cache,
+  const args = ['mount', o.ref, o.mnt, '--store', storeUrl(o.store), '--state-dir', o.state, '--cache-dir', o.cache,
     '--fsync', o.fsync ?? 'store', '--log-level', 'warn'];
   if (o.takeover) args.push('--takeover');
   register(o.mnt, 'homefs');
@@ -79,13 +84,13 @@ export async function homefsSleep(mnt: string): Promise<number> {
 
 /** `homefs locality <ref> --cache-dir <cache>`: how much of HEAD's data this host's block cache already holds. */
 export async function homefsLocality(ref: string, store: string, cache: string): Promise<{ bytes: number; bytesCached: number; ratio: number }> {
-  const r = await run(HOMEFS_BIN, ['locality', ref, '--store', `file://${resolve(store)}`, '--cache-dir', cache, '--json'], { timeoutMs: 120_000 });
+  const r = await run(HOMEFS_BIN, ['locality', ref, '--store', storeUrl(store), '--cache-dir', cache, '--json'], { timeoutMs: 120_000 });
   return JSON.parse(r.stdout) as { bytes: number; bytesCached: number; ratio: number };
 }
 
 /** `homefs push <dir> <ref>`, returning the push's JSON summary, wall time and peak RSS. */
 export async function homefsPush(dir: string, ref: string, store: string): Promise<{ r: RunResult; json: Record<string, number> }> {
-  const r = await run(HOMEFS_BIN, ['push', dir, ref, '--store', `file://${resolve(store)}`, '--json'], { rss: true, timeoutMs: 3_600_000 });
+  const r = await run(HOMEFS_BIN, ['push', dir, ref, '--store', storeUrl(store), '--json'], { rss: true, timeoutMs: 3_600_000 });
   return { r, json: JSON.parse(r.stdout) as Record<string, number> };
 }
 
@@ -97,33 +102,56 @@ export async function bindfsMount(src: string, mnt: string): Promise<number> {
   return r.ms;
 }
 
-export async function rcloneMount(remoteDir: string, mnt: string, cacheDir: string): Promise<number> {
+/**
+ * `rclone mount` with --vfs-cache-mode full of a local directory, or of `remote:path` of a remote set up by
+ * `env` (RCLONE_CONFIG_<NAME>_… variables, see `rcloneS3Env`).
+ */
+export async function rcloneMount(remoteDir: string, mnt: string, cacheDir: string, env?: NodeJS.ProcessEnv): Promise<number> {
   mkdirSync(mnt, { recursive: true });
   register(mnt, 'rclone');
   const t0 = Date.now();
-  await run('rclone', ['mount', resolve(remoteDir), resolve(mnt), '--vfs-cache-mode', 'full', '--vfs-write-back', '0s', '--cache-dir', cacheDir,
-    '--daemon', '--config', '/dev/null', '--log-level', 'ERROR']);
+  const remote = /^[A-Za-z0-9_]+:/.test(remoteDir) ? remoteDir : resolve(remoteDir);
+  await run('rclone', ['mount', remote, resolve(mnt), '--vfs-cache-mode', 'full', '--vfs-write-back', '0s', '--cache-dir', cacheDir,
+    '--daemon', '--config', '/dev/null', '--log-level', 'ERROR'], env ? { env } : {});
   await waitMounted(resolve(mnt));
   return Date.now() - t0;
 }
 
-export { unmount };
-
-/** restic with a password and repository given by environment, like its users script it. */
-export function resticEnv(repo: string): NodeJS.ProcessEnv {
-  return { ...process.env, RESTIC_REPOSITORY: resolve(repo), RESTIC_PASSWORD: 'bench', RESTIC_CACHE_DIR: join(resolve(repo), '..', 'restic-cache') };
+/**
+ * Environment for rclone with an S3 remote named `name` at `endpoint` (credentials from the AWS_* variables).
+ * AWS_CA_BUNDLE is removed: rclone 1.60 fails with LoadCustomCABundleError while it is set.
+ */
+export function rcloneS3Env(name: string, endpoint: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.AWS_CA_BUNDLE;
+  const p = `RCLONE_CONFIG_${name.toUpperCase()}_`;
+  return { ...env, [`${p}TYPE`]: 's3', [`${p}PROVIDER`]: 'Ceph', [`${p}ENDPOINT`]: endpoint, [`${p}ENV_AUTH`]: 'true', [`${p}REGION`]: 'us-east-1', [`${p}FORCE_PATH_STYLE`]: 'true' };
 }
 
-export async function restic(repo: string, args: string[], opts: { rss?: boolean; cwd?: string } = {}): Promise<RunResult> {
-  return run('restic', ['--quiet', ...args], { env: resticEnv(repo), timeoutMs: 3_600_000, ...opts });
+export { unmount };
+
+/**
+ * restic with a password and repository given by environment, like its users script it. `repo` is a
+ * directory or a repository URL (`s3:http://host:port/bucket/prefix`, credentials from AWS_*); the cache
+ * goes beside a directory repository, or in `cacheDir`.
+ */
+export function resticEnv(repo: string, cacheDir?: string): NodeJS.ProcessEnv {
+  const isUrl = /^[a-z0-9]+:/.test(repo);
+  return { ...process.env, RESTIC_REPOSITORY: isUrl ? repo : resolve(repo), RESTIC_PASSWORD: 'bench',
+    RESTIC_CACHE_DIR: cacheDir ?? join(resolve(isUrl ? '.' : repo), '..', 'restic-cache') };
+}
+
+export async function restic(repo: string, args: string[], opts: { rss?: boolean; cwd?: string; cacheDir?: string } = {}): Promise<RunResult> {
+  const { cacheDir, ...rest } = opts;
+  return run('restic', ['--quiet', ...args], { env: resticEnv(repo, cacheDir), timeoutMs: 3_600_000, ...rest });
 }
 
 /** `restic mount` in the background; resolves once the mount is live. */
-export async function resticMount(repo: string, mnt: string): Promise<number> {
+export async function resticMount(repo: string, mnt: string, cacheDir?: string): Promise<number> {
   mkdirSync(mnt, { recursive: true });
   register(mnt, 'restic');
   const t0 = Date.now();
-  const child = spawn('restic', ['mount', resolve(mnt)], { env: resticEnv(repo), stdio: 'ignore', detached: true });
+  const child = spawn('restic', ['mount', resolve(mnt)], { env: resticEnv(repo, cacheDir), stdio: 'ignore', detached: true });
   child.unref();
   await waitMounted(resolve(mnt), 60_000);
   return Date.now() - t0;

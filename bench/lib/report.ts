@@ -70,9 +70,14 @@ export function sectionMd(s: Section): string {
 
 const BEGIN = '<!-- bench/run:begin -->';
 const END = '<!-- bench/run:end -->';
+const marks = (tag: string): [string, string] => (tag === 'bench/run' ? [BEGIN, END] : [`<!-- ${tag}:begin -->`, `<!-- ${tag}:end -->`]);
 
-/** Replaces the bench/run block of `path` (creating the file or the block if absent). */
-export function writeBlock(path: string, body: string): void {
+/**
+ * Replaces the block `tag` of `path` (creating the file or the block if absent): `bench/run` for the
+ * scenarios, `bench/run --rtt` for the run over a real store.
+ */
+export function writeBlock(path: string, body: string, tag = 'bench/run'): void {
+  const [BEGIN, END] = marks(tag);
   const block = `${BEGIN}\n${body.trim()}\n${END}`;
   const old = existsSync(path) ? readFileSync(path, 'utf8') : '# homefs benchmarks\n';
   const b = old.indexOf(BEGIN);
@@ -82,7 +87,8 @@ export function writeBlock(path: string, body: string): void {
 }
 
 /** Reads the bench/run block of `path` back (for --only runs that update one section). */
-export function readBlock(path: string): string {
+export function readBlock(path: string, tag = 'bench/run'): string {
+  const [BEGIN, END] = marks(tag);
   if (!existsSync(path)) return '';
   const old = readFileSync(path, 'utf8');
   const b = old.indexOf(BEGIN);

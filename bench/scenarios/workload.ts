@@ -27,3 +27,29 @@ export async function work(home: string, m: HomeManifest, listFile: string): Pro
   const build = await fsops('readlist', home, listFile);
   return { lsMs: ls.ms, gitMs: git.ms, buildMs: build.ms ?? NaN };
 }
+
+/** The agent-resumes workload of `bench/run --rtt`: which notes file, repository and pattern it uses. */
+export const RESUME = { notes: 'notes/u0.txt', repo: 'projects/app', sources: 'projects/app/src', pattern: 'abc' };
+
+export interface ResumeTimes {
+  /** Each step's end, in ms since `t0` (the start of the mount or restore). */
+  catEnd: number;
+  gitEnd: number;
+  grepEnd: number;
+  /** Lines grep printed: the same on every system that served the right bytes. */
+  grepLines: number;
+}
+
+/**
+ * The agent resumes: `cat` a notes file, `git status` in its repository, `grep -r` through that
+ * repository's sources; each step's end is taken from `t0` (Date.now() before the mount or restore).
+ */
+export async function resume(home: string, t0: number): Promise<ResumeTimes> {
+  await run('cat', [join(home, RESUME.notes)]);
+  const catEnd = Date.now() - t0;
+  const git = await run('git', ['-C', join(home, RESUME.repo), 'status', '--porcelain'], { env: { ...process.env, GIT_OPTIONAL_LOCKS: '0' } });
+  if (git.stdout.trim() !== '') throw new Error(`git status in ${home} is not clean: ${git.stdout.slice(0, 200)}`);
+  const gitEnd = Date.now() - t0;
+  const grep = await bash(`{ grep -r ${q(RESUME.pattern)} ${q(join(home, RESUME.sources))} || [ $? = 1 ]; } | wc -l`, { timeoutMs: 600_000 });
+  return { catEnd, gitEnd, grepEnd: Date.now() - t0, grepLines: Number(grep.stdout.trim()) };
+}

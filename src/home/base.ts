@@ -7,6 +7,7 @@
  */
 import type { Logger } from 'pino';
 import { mkdirSync, rmSync } from 'node:fs';
+import { journalTestOptions } from '../config.js';
 import { Journal } from '../inodes/journal.js';
 import { advanceHead, readHead } from '../snapshot/heads.js';
 import type { ObjectStore } from '../snapshot/objects.js';
@@ -25,7 +26,7 @@ export async function chooseBase(
   objects: ObjectStore, org: string, home: string, paths: HomePaths, fence: boolean, log: Logger,
   sealStale: (journal: Journal) => Promise<void>,
 ): Promise<BaseChoice> {
-  let journal = new Journal(paths.journal);
+  let journal = new Journal(paths.journal, journalTestOptions());
   let head = await readHead(objects.store, org, home);
   if (!journal.isEmpty()) {
     const base = journal.base();
@@ -46,7 +47,7 @@ export async function chooseBase(
     rmSync(paths.journal, { recursive: true, force: true });
     rmSync(paths.upper, { recursive: true, force: true });
     mkdirSync(paths.upper, { recursive: true, mode: 0o700 });
-    journal = new Journal(paths.journal);
+    journal = new Journal(paths.journal, journalTestOptions());
   }
   if (fence && head) {
     const gen = await advanceHead(objects.store, org, home, head.gen, head.snapshot);

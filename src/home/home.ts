@@ -41,6 +41,7 @@ import { acquirePidLock } from './pidlock.js';
 import { Sealer } from './sealer.js';
 import { CacheMetricsMirror, Capacity, dirtyTotals, homeStatus } from './report.js';
 import { HashPool } from '../hash/pool.js';
+import { HotSet } from './hotset.js';
 import { makeDirsSync } from '../util/mkdirs.js';
 
 /** A store reached over the network (S3), as opposed to one on this host's disk (file://, memory://). */
@@ -118,6 +119,7 @@ export class MountedHome {
     private readonly store: Store,
     private readonly objects: ObjectStore,
     private readonly cache: BlockCache,
+    private readonly hot: HotSet,
     private readonly journal: Journal,
     private readonly upper: UpperFiles,
     private readonly content: Content,
@@ -155,9 +157,18 @@ export class MountedHome {
       const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log });
       await cache.init();
       undo.push(() => cache.close());
+      const hot = new HotSet(store, cfg.org, cfg.home, cache, log, cfg.cacheBytes / 2);
       const blocks = {
-        read: (h: string, off: number, len: number) => cache.read(h, off, len),
-        get: (h: string) => cache.get('block', h),
+        read: async (h: string, off: number, len: number) => {
+          const data = await cache.read(h, off, len);
+          hot.record('block', h, undefined);
+          return data;
+        },
+        get: async (h: string) => {
+          const data = await cache.get('block', h);
+          hot.record('block', h, data.length);
+          return data;
+        },
         prefetch: (hs: string[]) => cache.prefetch('block', hs),
         size: (h: string) => cache.size('block', h),
         known: (h: string) => cache.known('block', h),
@@ -188,7 +199,11 @@ export class MountedHome {
       // Prefetch only hides store round trips: on a store on this host's disk it would just pull bytes early.
       const remote = isRemote(store.url);
       const trees = {
-        getTree: async (h: string) => decodeTree(await cache.get('meta', h), h),
+        getTree: async (h: string) => {
+          const data = await cache.get('meta', h);
+          hot.record('meta', h, data.length);
+          return decodeTree(data, h);
+        },
         prefetchTrees: (hs: string[]) => cache.prefetch('meta', hs),
       };
       const backgroundTrees = { getTree: async (h: string) => decodeTree(await cache.getInBackground('meta', h), h) };
@@ -203,13 +218,14 @@ export class MountedHome {
       view.onReclaim = (node) => void content.reclaim(node).catch((e: unknown) => log.warn({ op: 'reclaim', ino: node.ino, err: errorMessage(e) }, 'cannot remove the upper file of a deleted file'));
       const ra = choice.rootAttrs;
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
-      const h = new MountedHome(cfg, paths, log, store, objects, cache, journal, upper, content, view, lease, unlock, hooks);
+      const h = new MountedHome(cfg, paths, log, store, objects, cache, hot, journal, upper, content, view, lease, unlock, hooks);
       undo.push(() => h.hashPool.close());
       undo.push(() => {
         h.control?.close();
         h.session?.unmount(); // mounted, but what follows the mount failed
       });
       h.mount(mountFn);
+      void hot.warmUp(); // the hot set first: its entries queue ahead of all but the walk's first levels
       if (choice.rootTree && remote) h.walkNamespace(choice.rootTree);
       return h;
     } catch (e) {
@@ -335,6 +351,7 @@ export class MountedHome {
         }
         this.bytesUploaded += r.bytesUploaded;
         this.lastSnapshot = r.snapshot;
+        if (reason !== 'sleep' && this.hot.due()) this.saveHotSet(false).catch(() => undefined);
         this.log.info({ op: 'seal', reason, snapshot: r.snapshot, gen: r.gen, files: r.filesHashed, bytes: r.bytesUploaded, ms: Date.now() - started }, 'sealed');
       }
       return r;
@@ -345,6 +362,16 @@ export class MountedHome {
       this.hooks.metrics.errors.inc({ kind: 'seal' });
       this.log.error({ op: 'seal', reason, err: this.lastError }, 'seal failed');
       throw e;
+    }
+  }
+
+  /** Stores the session's hot set (never while another host holds the lease); a failure is only logged. */
+  private async saveHotSet(withPack: boolean): Promise<void> {
+    if (this.cfg.readOnly || this.lease?.lost) return;
+    try {
+      await this.hot.save(this.lastSnapshot, withPack);
+    } catch (e) {
+      this.log.warn({ op: 'hotset.save', err: errorMessage(e) }, 'cannot store the hot set; the next wake will be colder');
     }
   }
 
@@ -377,7 +404,8 @@ export class MountedHome {
     return homeStatus({
       state: this.state, cfg: this.cfg, journal: this.journal, cache: this.cache, storeUrl: this.store.url,
       lastSealAt: this.lastSealAt, lastSnapshot: this.lastSnapshot, lastError: this.lastError, seals: this.seals,
-      bytesUploaded: this.bytesUploaded, metricsUrl: this.hooks.metricsUrl,
+      bytesUploaded: this.bytesUploaded, hotset: { entries: this.hot.entries, touchedBytes: this.hot.touchedBytes, warm: this.hot.warm },
+      metricsUrl: this.hooks.metricsUrl,
     });
   }
 
@@ -428,6 +456,7 @@ export class MountedHome {
     }
     this.control?.close();
     await this.sealer.idle();
+    if (!failure) await this.saveHotSet(defaults.hotset.pack);
     if (!failure) await this.lease?.release();
     else this.lease?.stop();
     this.walk?.stop();

@@ -22,6 +22,8 @@ export interface StatusInput {
   lastError: string | null;
   seals: number;
   bytesUploaded: number;
+  /** The session's hot set: objects read so far, their bytes, and what the wake's warm-up did. */
+  hotset: { entries: number; touchedBytes: number; warm: { bytesFetched: number } | null };
   metricsUrl?: string | undefined;
 }
 
@@ -49,7 +51,9 @@ export function homeStatus(h: StatusInput): Record<string, unknown> {
     lastSealAt: h.lastSealAt ? new Date(h.lastSealAt).toISOString() : null, lastSnapshot: h.lastSnapshot,
     lastError: h.lastError, seals: h.seals, bytesUploaded: h.bytesUploaded,
     cacheBytes: c.bytes, cacheHits: c.hits, cacheMisses: c.misses, hitRatio: c.hits + c.misses > 0 ? c.hits / (c.hits + c.misses) : null,
-    bytesFetched: c.bytesFetched, fsync: h.cfg.fsync, readOnly: h.cfg.readOnly, metricsUrl: h.metricsUrl ?? null,
+    // Everything fetched from the store: the cache's GETs plus the hot-set record and wake pack.
+    bytesFetched: c.bytesFetched + (h.hotset.warm?.bytesFetched ?? 0), bytesTouched: h.hotset.touchedBytes, hotset: h.hotset,
+    fsync: h.cfg.fsync, readOnly: h.cfg.readOnly, metricsUrl: h.metricsUrl ?? null,
   };
 }
 

@@ -22,6 +22,9 @@ import type { UpperFiles } from './upper.js';
 import { MAX_FILE_BYTES } from '../config.js';
 import type { NeighbourPrefetch } from './neighbours.js';
 
+/** Blocks of one file in flight at once during a seal's capture (each up to 4 MiB in memory). */
+const SEAL_WINDOW = 4;
+
 /** Journal meta key of the home's file byte count. */
 const USED_BYTES = 'usedBytes';
 
@@ -148,6 +151,12 @@ export class Content {
     if (allLocal(c)) return node;
     const sealed = c.sealed.size;
     const blocks = c.sealed.blocks;
+    if (sealed === 0) {
+      // A new (or emptied) file: nothing to copy; the upper file starts empty, then takes the size.
+      await this.upper.reset(node.ino);
+      if (node.size > 0) await this.upper.truncate(node.ino, node.size);
+      return this.journal.update(node.ino, { content: copiedUp(c, 'all') });
+    }
     if (sealed <= SINGLE_BLOCK_MAX) {
       const data = blocks[0] ? await this.blocks.get(blocks[0]) : Buffer.alloc(0);
       if (data.length !== sealed) throw fsErr(E.EIO, `block ${blocks[0] ?? '-'} of inode ${node.ino} has ${data.length} bytes, its file says ${sealed}`);
@@ -264,10 +273,25 @@ export class Content {
       if (!node) throw new Error(`seal: file inode ${ino} vanished`);
       const c = contentOf(node);
       if (c.state !== 'dirty') return { ...c.sealed, captured: false };
-      const blocks: string[] = [];
-      for (const b of sealPlan(c, node.size)) {
-        blocks.push(b.reuse ?? (await store(b, await this.upper.read(ino, b.offset, b.length))));
-      }
+      // Blocks are read, hashed and uploaded SEAL_WINDOW at a time (a large file's capture streams
+      // instead of waiting for each block's upload before reading the next); the list keeps file order.
+      const plan = sealPlan(c, node.size);
+      const blocks: string[] = new Array<string>(plan.length);
+      let next = 0;
+      const worker = async (): Promise<void> => {
+        while (next < plan.length) {
+          const i = next++;
+          const b = plan[i] as SealBlock;
+          try {
+            blocks[i] = b.reuse ?? (await store(b, await this.upper.read(ino, b.offset, b.length)));
+          } catch (e) {
+            next = plan.length; // the others stop after their current block; the lock is held until then
+            throw e;
+          }
+        }
+      };
+      const done = await Promise.allSettled(Array.from({ length: Math.min(SEAL_WINDOW, plan.length) }, worker));
+      for (const r of done) if (r.status === 'rejected') throw r.reason;
       this.journal.update(ino, { content: sealedState(c, blocks, node.size) });
       return { blocks, size: node.size, captured: true };
     });
@@ -307,6 +331,7 @@ export class Content {
    * transaction as each size change, so a remount after kill -9 counts unsealed bytes too.
    */
   private account(delta: number): void {
+    if (delta === 0) return;
     this.usedBytes += delta;
     this.journal.setMeta(USED_BYTES, this.usedBytes);
   }

@@ -1,9 +1,14 @@
 /**
  * The local journal of a mounted home: inode, dirent, change-set, hard-link and meta tables in LMDB, with
- * an in-memory cache of what has been touched. Every change is an LMDB write transaction committed before
- * the FUSE reply (noSync: it survives a kill -9 of the daemon; host loss is what the store is for).
+ * an in-memory cache of what has been touched.
  *
- * Callers group related changes with `txn(fn)` so that, e.g., a rename is one transaction.
+ * Changes are batched: each one updates the in-memory view at once and queues its LMDB write; the queue
+ * is committed as one LMDB write transaction at the end of the event-loop turn (`commit`, scheduled with
+ * setImmediate; noSync: it survives a kill -9 of the daemon; host loss is what the store is for). The
+ * FUSE layer holds every reply until the batch it depends on has committed (`pending`, `onCommit`), so
+ * a kill -9 loses only requests that were never answered. Reads see queued changes (the in-memory
+ * records, plus small overlays for removed inodes, links and meta keys). A batch is atomic: callers
+ * still group related changes with `txn(fn)`, and a batch is never committed in the middle of one.
  *
  * The change set holds every inode changed since the last seal, and every directory above one, each with
  * the sequence number of its latest change. ("Dirty" is kept for a file's changed blocks, filestate.ts.)
@@ -16,6 +21,22 @@ import { join } from 'node:path';
 import { fromLegacy, type LegacyContentFields } from './filestate.js';
 import type { Inode } from './types.js';
 import { ROOT_INO } from './types.js';
+import { hashBuffer } from '../hash/blake3.js';
+
+/** Derived inode numbers live in [2^40, 2^52): above any counter, exact in a JS number. */
+const STABLE_INO_BASE = 2 ** 40;
+const STABLE_INO_SPAN = 2 ** 52 - 2 ** 40;
+
+/** The inode number derived from `key` (see allocIno). */
+export function stableIno(key: string): number {
+  const h = Number.parseInt(hashBuffer(Buffer.from(key, 'utf8')).slice(0, 13), 16); // 52 bits
+  return STABLE_INO_BASE + (h % STABLE_INO_SPAN);
+}
+
+/** The key of a child's derived inode number: its parent's inode and its name. */
+export function childKey(parent: number, name: string): string {
+  return `${parent}/${name}`;
+}
 
 export interface BaseState {
   /** Snapshot the local state is based on, null for a home that had no HEAD. */
@@ -25,6 +46,18 @@ export interface BaseState {
 }
 
 type Key = number | string | Array<number | string>;
+
+export interface JournalOptions {
+  /** Test fault injection: in its n-th commit of ≥ 12 queued writes (several requests), wait 300 ms, then SIGKILL this process before the commit ends. */
+  killInCommit?: number;
+}
+
+/** A queued write: the table, its key, and the value (undefined: remove). */
+interface QueuedWrite {
+  db: Database<unknown, Key>;
+  key: Key;
+  value: unknown;
+}
 
 export class Journal {
   private readonly env: RootDatabase;
@@ -42,8 +75,17 @@ export class Journal {
   private nextIno: number;
   /** Sequence number at which the running (or last) seal started; marks below it are being sealed. */
   private sealFloor = 0;
+  /** Writes queued for the next commit, by table and key (a later write of a key replaces the earlier). */
+  private readonly queued = new Map<string, QueuedWrite>();
+  /** Overlays of the queued batch for reads that do not go through the in-memory records. */
+  private readonly goneInos = new Set<number>();
+  private readonly queuedLinks = new Map<number, number>();
+  private readonly queuedMeta = new Map<string, unknown>();
+  private scheduled = false;
+  private commits = 0;
+  private readonly commitListeners: Array<(err: unknown) => void> = [];
 
-  constructor(readonly path: string) {
+  constructor(readonly path: string, private readonly opts: JournalOptions = {}) {
     mkdirSync(path, { recursive: true, mode: 0o700 });
     this.env = open({ path, noSync: true, compression: false, mapSize: 4 * 1024 ** 3 });
     this.inodesDb = this.env.openDB<Inode, number>({ name: 'inodes' });
@@ -58,20 +100,78 @@ export class Journal {
     }
   }
 
-  /** Runs `fn` in one write transaction (nested calls join the outer one). */
+  /** Groups changes: they land in the same batch (nested calls join the outer one). */
   txn<T>(fn: () => T): T {
-    if (this.depth > 0) return fn();
     this.depth++;
     try {
-      return this.env.transactionSync(fn);
+      return fn();
     } finally {
       this.depth--;
     }
   }
 
+  private queue(db: Database<unknown, Key>, name: string, key: Key, value: unknown): void {
+    const k = `${name}:${Array.isArray(key) ? key.join('/') : key}`;
+    this.queued.delete(k);
+    this.queued.set(k, { db, key, value });
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.commitSafely());
+    }
+  }
+
+  /** True while changes are queued and not committed. */
+  get pending(): boolean {
+    return this.queued.size > 0;
+  }
+
+  /** Called after every commit (err undefined) or failed commit (the batch is lost; memory is ahead of disk). */
+  onCommit(fn: (err: unknown) => void): void {
+    this.commitListeners.push(fn);
+  }
+
+  private commitSafely(): void {
+    this.scheduled = false;
+    try {
+      this.commit();
+    } catch {
+      /* reported to the listeners by commit() */
+    }
+  }
+
+  /**
+   * Commits the queued batch as one LMDB transaction, now. Called at the end of the event-loop turn, and
+   * directly by whoever must not answer or proceed before its changes are on disk.
+   */
+  commit(): void {
+    if (this.queued.size === 0) return;
+    if (this.depth > 0) throw new Error('journal commit inside a change group');
+    const batch = [...this.queued.values()];
+    this.queued.clear();
+    this.goneInos.clear();
+    this.queuedLinks.clear();
+    this.queuedMeta.clear();
+    let failure: unknown;
+    try {
+      this.env.transactionSync(() => {
+        for (const w of batch) void (w.value === undefined ? w.db.remove(w.key) : w.db.put(w.key, w.value));
+        if (this.opts.killInCommit !== undefined && batch.length >= 12 && ++this.commits >= this.opts.killInCommit) {
+          // Linger first, so that a reply sent too early would reach its caller before the kill.
+          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
+          process.kill(process.pid, 'SIGKILL');
+        }
+      });
+    } catch (e) {
+      failure = e;
+    }
+    for (const fn of this.commitListeners) fn(failure);
+    if (failure !== undefined) throw failure;
+  }
+
   get(ino: number): Inode | undefined {
     let i = this.inodes.get(ino);
     if (i) return i;
+    if (this.goneInos.has(ino)) return undefined;
     i = this.inodesDb.get(ino);
     if (i) {
       i = upgrade(i);
@@ -82,7 +182,8 @@ export class Journal {
 
   put(inode: Inode): void {
     this.inodes.set(inode.ino, inode);
-    this.txn(() => void this.inodesDb.put(inode.ino, inode));
+    this.goneInos.delete(inode.ino);
+    this.queue(this.inodesDb as Database<unknown, Key>, 'i', inode.ino, inode);
   }
 
   /** Replaces fields of an inode and journals it; returns the new record. */
@@ -98,15 +199,25 @@ export class Journal {
     this.inodes.delete(ino);
     this.dirs.delete(ino);
     this.changed.delete(ino);
-    this.txn(() => {
-      void this.inodesDb.remove(ino);
-      void this.changedDb.remove(ino);
-    });
+    this.goneInos.add(ino);
+    this.queue(this.inodesDb as Database<unknown, Key>, 'i', ino, undefined);
+    this.queue(this.changedDb as Database<unknown, Key>, 'c', ino, undefined);
   }
 
-  allocIno(): number {
+  /**
+   * A new inode number. With `stable` (what names the file the same way on every host: its parent's inode
+   * and its name, or its hard-link id), the number is derived from it, so a home woken on another host
+   * shows the same st_ino for the same path and tools that compare inode numbers (git's index) do not
+   * take every file for changed; a number in use falls back to the counter, whose range is disjoint.
+   */
+  allocIno(stable?: string): number {
+    if (stable !== undefined) {
+      const ino = stableIno(stable);
+      if (this.get(ino) === undefined) return ino;
+    }
+    if (this.nextIno >= STABLE_INO_BASE) throw new Error('inode counter exhausted');
     const ino = this.nextIno++;
-    this.txn(() => void this.metaDb.put('nextIno', this.nextIno));
+    this.setMeta('nextIno', this.nextIno);
     return ino;
   }
 
@@ -129,36 +240,40 @@ export class Journal {
 
   setChild(parent: number, name: string, ino: number): void {
     this.children(parent).set(name, ino);
-    this.txn(() => void this.direntsDb.put([parent, name], ino));
+    this.queue(this.direntsDb as Database<unknown, Key>, 'd', [parent, name], ino);
   }
 
   removeChild(parent: number, name: string): void {
     this.children(parent).delete(name);
-    this.txn(() => void this.direntsDb.remove([parent, name]));
+    this.queue(this.direntsDb as Database<unknown, Key>, 'd', [parent, name], undefined);
   }
 
   linkIno(linkId: number): number | undefined {
-    return this.linksDb.get(linkId);
+    return this.queuedLinks.get(linkId) ?? this.linksDb.get(linkId);
   }
 
   setLinkIno(linkId: number, ino: number): void {
-    this.txn(() => void this.linksDb.put(linkId, ino));
+    this.queuedLinks.set(linkId, ino);
+    this.queue(this.linksDb as Database<unknown, Key>, 'l', linkId, ino);
   }
 
   getMeta<T>(key: string): T | undefined {
-    return this.metaDb.get(key) as T | undefined;
+    return (this.queuedMeta.has(key) ? this.queuedMeta.get(key) : this.metaDb.get(key)) as T | undefined;
   }
 
   setMeta(key: string, value: unknown): void {
-    this.txn(() => void this.metaDb.put(key, value));
+    this.queuedMeta.set(key, value);
+    this.queue(this.metaDb as Database<unknown, Key>, 'm', key, value);
   }
 
   base(): BaseState {
     return (this.getMeta<BaseState>('base') ?? { snapshot: null, gen: null });
   }
 
+  /** Moves the base (committed at once, with everything queued: the store's HEAD already moved). */
   setBase(b: BaseState): void {
     this.setMeta('base', b);
+    if (this.depth === 0) this.commit();
   }
 
   // ---- change set ----------------------------------------------------------------------------------
@@ -171,19 +286,17 @@ export class Journal {
     const cur = this.changed.get(ino);
     if (cur !== undefined && cur >= this.sealFloor) return;
     const s = ++this.seq;
-    this.txn(() => {
-      const seen = new Set<number>();
-      const stack = [ino];
-      while (stack.length > 0) {
-        const i = stack.pop() as number;
-        if (seen.has(i)) continue;
-        seen.add(i);
-        this.changed.set(i, s);
-        void this.changedDb.put(i, s);
-        const node = this.get(i);
-        if (node) for (const p of node.parents) stack.push(p);
-      }
-    });
+    const seen = new Set<number>();
+    const stack = [ino];
+    while (stack.length > 0) {
+      const i = stack.pop() as number;
+      if (seen.has(i)) continue;
+      seen.add(i);
+      this.changed.set(i, s);
+      this.queue(this.changedDb as Database<unknown, Key>, 'c', i, s);
+      const node = this.get(i);
+      if (node) for (const p of node.parents) stack.push(p);
+    }
   }
 
   /** The sequence number of the inode's latest unsealed change, undefined when it has none. */
@@ -223,14 +336,16 @@ export class Journal {
       for (const [ino, s] of [...this.changed]) {
         if (s < floor) {
           this.changed.delete(ino);
-          void this.changedDb.remove(ino);
+          this.queue(this.changedDb as Database<unknown, Key>, 'c', ino, undefined);
         }
       }
     });
+    this.commit();
   }
 
-  /** Makes every committed transaction durable on disk (the journal itself commits without fsync). */
+  /** Makes every change durable on disk (the journal itself commits without fsync). */
   async sync(): Promise<void> {
+    this.commit();
     const fh = await open_(join(this.path, 'data.mdb'), 'r');
     try {
       await fh.datasync();
@@ -244,6 +359,7 @@ export class Journal {
   }
 
   async close(): Promise<void> {
+    this.commit();
     await this.env.close();
   }
 }

@@ -1,20 +1,29 @@
 /**
  * The home's local upper area: one sparse file per inode (`upper/<ino>`) holding the bytes written
  * locally and not yet (or already) sealed. File descriptors are kept open while in use and closed
- * beyond a small pool, so the FUSE read/write path costs one positional syscall on the threadpool.
+ * beyond a small pool.
+ *
+ * Small writes and truncates of an open file are synchronous calls on the main thread: they only touch
+ * the page cache, and a trip through the threadpool (two thread wake-ups and an event-loop turn) cost
+ * more than the call itself (profile in docs/benchmarks.md, "Where the time goes: the write path").
+ * Opening (creating), reads, large writes, close, unlink and fdatasync, which change directories, may
+ * wait for the disk or be throttled, stay on the threadpool.
  */
-import { close, fdatasync, ftruncate, mkdirSync, open, read, write, constants, unlink } from 'node:fs';
+import { close, closeSync, fdatasync, fstatSync, ftruncateSync, mkdirSync, open, read, write, writeSync, constants, unlink } from 'node:fs';
 import { join } from 'node:path';
 
 const MAX_IDLE_FDS = 256;
+/** Writes up to this size go straight to the page cache from the main thread; larger ones use the threadpool. */
+const SYNC_WRITE_MAX = 64 * 1024;
 
 function p<T>(fn: (cb: (err: NodeJS.ErrnoException | null, v: T) => void) => void): Promise<T> {
   return new Promise((resolve, reject) => fn((err, v) => (err ? reject(err) : resolve(v))));
 }
 
 export class UpperFiles {
-  private readonly fds = new Map<number, Promise<number>>();
+  private readonly fds = new Map<number, number>();
   private readonly users = new Map<number, number>();
+  private readonly opening = new Map<number, Promise<number>>();
 
   constructor(readonly dir: string) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -24,15 +33,33 @@ export class UpperFiles {
     return join(this.dir, String(ino));
   }
 
-  private fd(ino: number): Promise<number> {
-    let f = this.fds.get(ino);
-    if (!f) {
-      f = p<number>((cb) => open(this.path(ino), constants.O_RDWR | constants.O_CREAT, 0o600, cb));
-      this.fds.set(ino, f);
-      f.catch(() => this.fds.delete(ino));
-      this.trim();
+  /** The inode's fd: at once when it is open, else opened (created if need be) on the threadpool. */
+  private fd(ino: number): number | Promise<number> {
+    const f = this.fds.get(ino);
+    if (f !== undefined) return f;
+    let o = this.opening.get(ino);
+    if (!o) {
+      o = p<number>((cb) => open(this.path(ino), constants.O_RDWR | constants.O_CREAT, 0o600, cb)).then((fd) => {
+        this.opening.delete(ino);
+        this.fds.set(ino, fd);
+        this.trim();
+        return fd;
+      }, (e: unknown) => {
+        this.opening.delete(ino);
+        throw e;
+      });
+      this.opening.set(ino, o);
     }
-    return f;
+    return o;
+  }
+
+  /**
+   * Makes the upper file empty. A new inode's file is created empty and left alone: truncating it (or
+   * O_TRUNC) would make ext4 flush it on close (auto_da_alloc), stalling whoever closes it.
+   */
+  async reset(ino: number): Promise<void> {
+    const fd = await this.fd(ino);
+    if (fstatSync(fd).size > 0) ftruncateSync(fd, 0);
   }
 
   /** Keeps the inode's fd open while a FUSE handle holds it. */
@@ -53,7 +80,7 @@ export class UpperFiles {
       if (this.fds.size <= MAX_IDLE_FDS / 2) break;
       if (this.users.has(ino)) continue;
       this.fds.delete(ino);
-      void f.then((fd) => close(fd, () => undefined), () => undefined);
+      close(f, () => undefined);
     }
   }
 
@@ -61,10 +88,15 @@ export class UpperFiles {
     const fd = await this.fd(ino);
     const buf = Buffer.allocUnsafe(length);
     let got = 0;
-    while (got < length) {
-      const n = await p<number>((cb) => read(fd, buf, got, length - got, offset + got, cb));
-      if (n === 0) break;
-      got += n;
+    this.hold(ino); // the pool must not close this fd under a read on the threadpool
+    try {
+      while (got < length) {
+        const n = await p<number>((cb) => read(fd, buf, got, length - got, offset + got, cb));
+        if (n === 0) break;
+        got += n;
+      }
+    } finally {
+      this.unhold(ino);
     }
     // Bytes past the end of the upper file are a hole of the logical file (sparse extension): zeros.
     if (got < length) buf.fill(0, got);
@@ -74,34 +106,42 @@ export class UpperFiles {
   async write(ino: number, offset: number, data: Uint8Array): Promise<void> {
     const fd = await this.fd(ino);
     let done = 0;
-    while (done < data.length) {
-      done += await p<number>((cb) => write(fd, data, done, data.length - done, offset + done, cb));
+    if (data.length <= SYNC_WRITE_MAX) {
+      while (done < data.length) done += writeSync(fd, data, done, data.length - done, offset + done);
+      return;
+    }
+    // A large write may be throttled by the kernel's dirty-page limits: never on the main thread.
+    this.hold(ino);
+    try {
+      while (done < data.length) done += await p<number>((cb) => write(fd, data, done, data.length - done, offset + done, cb));
+    } finally {
+      this.unhold(ino);
     }
   }
 
   async truncate(ino: number, size: number): Promise<void> {
-    const fd = await this.fd(ino);
-    await p<void>((cb) => ftruncate(fd, size, (e) => cb(e, undefined)));
+    ftruncateSync(await this.fd(ino), size);
   }
 
   async sync(ino: number): Promise<void> {
-    const f = this.fds.get(ino);
-    if (!f) return;
-    const fd = await f;
+    const fd = this.fds.get(ino);
+    if (fd === undefined) return;
     await p<void>((cb) => fdatasync(fd, (e) => cb(e, undefined)));
   }
 
   async remove(ino: number): Promise<void> {
-    const f = this.fds.get(ino);
+    await this.opening.get(ino)?.catch(() => undefined);
+    const fd = this.fds.get(ino);
     this.fds.delete(ino);
     this.users.delete(ino);
-    if (f) await f.then((fd) => p<void>((cb) => close(fd, (e) => cb(e, undefined))), () => undefined);
+    if (fd !== undefined) await p<void>((cb) => close(fd, (e) => cb(e, undefined)));
+    // On the threadpool: unlinking a file whose pages are being written back waits for that I/O.
     await p<void>((cb) => unlink(this.path(ino), (e) => cb(e && e.code !== 'ENOENT' ? e : null, undefined)));
   }
 
   async closeAll(): Promise<void> {
     const all = [...this.fds.values()];
     this.fds.clear();
-    await Promise.all(all.map((f) => f.then((fd) => p<void>((cb) => close(fd, (e) => cb(e, undefined))), () => undefined)));
+    for (const fd of all) closeSync(fd);
   }
 }

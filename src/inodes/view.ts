@@ -10,7 +10,7 @@ import type { Tree, TreeEntry } from '../model/tree.js';
 import { SingleFlight } from '../util/concurrency.js';
 import { E, fsErr, nowNs } from './errors.js';
 import { cleanContent, emptyContent } from './filestate.js';
-import type { Journal } from './journal.js';
+import { childKey, type Journal } from './journal.js';
 import { ROOT_INO, type Inode } from './types.js';
 
 export interface TreeSource {
@@ -96,7 +96,7 @@ export class HomeView {
           const other = this.get(ino);
           this.journal.update(ino, { parents: [...other.parents, d.ino] });
         } else {
-          ino = this.journal.allocIno();
+          ino = this.journal.allocIno(e.link !== undefined ? `link:${e.link}` : childKey(d.ino, e.name));
           this.journal.put(inodeFromEntry(ino, e, d.ino));
           if (e.link !== undefined) this.journal.setLinkIno(e.link, ino);
         }
@@ -184,7 +184,7 @@ export class HomeView {
     if (this.journal.child(parent, name) !== undefined) throw fsErr(E.EEXIST);
     const now = nowNs();
     return this.journal.txn(() => {
-      const ino = this.journal.allocIno();
+      const ino = this.journal.allocIno(childKey(parent, name));
       const gid = p.mode & 0o2000 ? p.gid : n.gid;
       let mode = n.mode & 0o7777;
       if (n.kind === 'dir' && p.mode & 0o2000) mode |= 0o2000;

@@ -63,6 +63,16 @@ export class ObjectStore {
     await this.store.put(blockKey(this.org, hash), data);
   }
 
+  /**
+   * Stores a small block unless the store has it, in one request (create-if-absent) instead of an
+   * existence check and a write. Returns whether it was new; an existing one counts as reused (the fence).
+   */
+  async putBlockIfAbsent(hash: string, data: Buffer): Promise<boolean> {
+    const created = await this.store.putIfAbsent(blockKey(this.org, hash), data);
+    if (!created) this.reuse?.blocks.add(hash);
+    return created;
+  }
+
   /** The subset of `hashes` whose blocks are not in the store (duplicates collapsed). */
   async missingBlocks(hashes: readonly string[]): Promise<Set<string>> {
     const unique = [...new Set(hashes)];

@@ -16,6 +16,7 @@
 import { constants } from 'node:fs';
 import { lchown, link, lstat, mkdir, mkdtemp, open, readdir, rename, rm, rmdir, symlink, chmod } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
+import { defaults } from '../config.js';
 import type { Store } from '../store/store.js';
 import { mapLimit } from '../util/concurrency.js';
 import { UserError } from '../util/errors.js';
@@ -29,7 +30,7 @@ export interface PullOptions {
   owners?: boolean;
   /** Restore xattrs (default true; needs python3). */
   xattrs?: boolean;
-  /** Files written at once (default 8). */
+  /** Files written at once (default: config.ts `defaults.pull.parallelism`). */
   parallelism?: number;
   /** After each file written: files and bytes written so far, of the totals. */
   onProgress?: (p: PullProgress) => void;
@@ -122,7 +123,7 @@ export async function pullSnapshot(store: Store, org: string, snapshotId: string
     const files = items.filter((i) => i.entry.kind === 'file' && !i.extraLink);
     const progress: PullProgress = { files: 0, filesTotal: files.length, bytes: 0, bytesTotal: files.reduce((n, i) => n + i.entry.size, 0) };
     opts.onProgress?.({ ...progress });
-    await mapLimit(files, opts.parallelism ?? 8, async (item) => {
+    await mapLimit(files, opts.parallelism ?? defaults.pull.parallelism, async (item) => {
       const fh = await open(item.abs, WRITE_FLAGS, 0o600);
       try {
         for await (const data of fileContent(objects, item.entry, item.rel)) {

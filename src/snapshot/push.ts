@@ -33,7 +33,7 @@ import { Excludes } from './excludes.js';
 import { commitSnapshot } from './commit.js';
 import { GcFence, reverifyReused, type EpochState, type FenceOptions } from './gcfence.js';
 import { readHead, type HeadRecord } from './heads.js';
-import { ObjectStore, ReuseLog } from './objects.js';
+import { ObjectStore, ReuseLog, SMALL_OBJECT } from './objects.js';
 import { OsHelper } from './oshelper.js';
 import type { EntryKind, TreeEntry } from '../model/tree.js';
 
@@ -145,6 +145,8 @@ function kindOf(st: BigIntStats): EntryKind | null {
 
 class Pusher {
   private readonly io = new Semaphore(defaults.push.scanConcurrency);
+  /** Bounds the large blocks held in memory while many files are pushed at once. */
+  private readonly bigBlocks = new Semaphore(defaults.push.bigBlocks);
   private readonly excludes: Excludes;
   private readonly uploads = new Map<string, Promise<void>>();
   private readonly progress: PushProgress = { phase: 'scan', files: 0, filesTotal: 0, bytesHashed: 0, bytesTotal: 0, bytesUploaded: 0, blocksNew: 0 };
@@ -278,8 +280,13 @@ class Pusher {
     let p = this.uploads.get(hash);
     if (!p) {
       p = (async () => {
-        if ((await this.objects.missingBlocks([hash])).size === 0) return;
-        await this.objects.putBlock(hash, data);
+        // A small block: one create-if-absent instead of an existence check and a write (one round trip).
+        if (data.length <= SMALL_OBJECT) {
+          if (!(await this.objects.putBlockIfAbsent(hash, data))) return;
+        } else {
+          if ((await this.objects.missingBlocks([hash])).size === 0) return;
+          await this.objects.putBlock(hash, data);
+        }
         this.progress.blocksNew++;
         this.progress.bytesUploaded += data.length;
       })();
@@ -301,17 +308,22 @@ class Pusher {
       const size = Number(before.size);
       const blocks: string[] = [];
       for (const [offset, length] of blockRanges(size)) {
-        const buf = length >= 256 * 1024 ? Buffer.allocUnsafeSlow(length) : Buffer.allocUnsafe(length);
-        let got = 0;
-        while (got < length) {
-          const { bytesRead } = await fh.read(buf, got, length - got, offset + got);
-          if (bytesRead === 0) return false; // shrank
-          got += bytesRead;
+        const release = length >= BIG_BLOCK ? await this.bigBlocks.acquire() : () => undefined;
+        try {
+          const buf = length >= 256 * 1024 ? Buffer.allocUnsafeSlow(length) : Buffer.allocUnsafe(length);
+          let got = 0;
+          while (got < length) {
+            const { bytesRead } = await fh.read(buf, got, length - got, offset + got);
+            if (bytesRead === 0) return false; // shrank
+            got += bytesRead;
+          }
+          const { hash, data } = await this.pool.hash(buf);
+          this.progress.bytesHashed += data.length;
+          await this.ensureBlock(hash, data);
+          blocks.push(hash);
+        } finally {
+          release();
         }
-        const { hash, data } = await this.pool.hash(buf);
-        this.progress.bytesHashed += data.length;
-        await this.ensureBlock(hash, data);
-        blocks.push(hash);
       }
       const after = await fh.stat({ bigint: true });
       if (after.size !== before.size || after.mtimeNs !== before.mtimeNs || after.ctimeNs !== before.ctimeNs) return false;
@@ -385,6 +397,9 @@ function flatten(root: Node): Node[] {
   visit(root);
   return out;
 }
+
+/** Blocks at least this large wait for one of `defaults.push.bigBlocks` before they are read. */
+const BIG_BLOCK = 1024 * 1024;
 
 /** Snapshots directory `dir` as a new HEAD of `org/home`. Throws HeadConflictError if HEAD moved meanwhile. */
 export async function pushDirectory(dir: string, store: Store, org: string, home: string, opts: PushOptions = {}): Promise<PushResult> {

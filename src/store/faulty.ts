@@ -122,6 +122,11 @@ export class FaultyStore implements Store {
     return this.run('get', key, () => this.inner.get(key));
   }
 
+  /** Counted and faulted as a `get` (a ranged GET is a GET). */
+  getRange(key: string, offset: number, length: number): Promise<Buffer> {
+    return this.run('get', key, () => this.inner.getRange(key, offset, length));
+  }
+
   put(key: string, data: Buffer): Promise<void> {
     return this.run('put', key, () => this.inner.put(key, data));
   }

@@ -24,6 +24,13 @@ export function validateKey(key: string): string {
   return key;
 }
 
+/** A byte range a caller may ask for: non-negative safe integers. */
+export function checkRange(offset: number, length: number): void {
+  if (!Number.isSafeInteger(offset) || offset < 0 || !Number.isSafeInteger(length) || length < 0) {
+    throw new Error(`bad byte range ${offset}+${length}`);
+  }
+}
+
 export class FileStore implements Store {
   readonly url: string;
 
@@ -124,6 +131,30 @@ export class FileStore implements Store {
     const fh = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
     try {
       await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  }
+
+  async getRange(key: string, offset: number, length: number): Promise<Buffer> {
+    checkRange(offset, length);
+    let fh;
+    try {
+      fh = await open(this.path(key), 'r');
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') throw new NotFoundError(key);
+      throw e;
+    }
+    try {
+      const buf = Buffer.allocUnsafe(length);
+      let got = 0;
+      while (got < length) {
+        const { bytesRead } = await fh.read(buf, got, length - got, offset + got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+      return buf.subarray(0, got);
     } finally {
       await fh.close();
     }

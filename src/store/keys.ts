@@ -6,6 +6,8 @@
  *   <org>/homes/<home>/heads/<gen>      snapshot id of generation <gen>; created only if absent
  *   <org>/homes/<home>/conflicts/<...>  snapshots that lost a HEAD race, kept, never applied
  *   <org>/homes/<home>/LEASE            which host holds the home read-write, until when
+ *   <org>/homes/<home>/HOTSET           what the last session read, in order (snapshot/hotset.ts); a hint
+ *   <org>/homes/<home>/WAKEPACK         the small objects of HOTSET, concatenated; a hint
  *   <org>/gc/<epoch>                    a gc run announced (snapshot/gcfence.ts); created only if absent
  *   <org>/gc/<epoch>.done               that run is over
  *
@@ -92,6 +94,16 @@ export function conflictKey(org: string, home: string, snapshot: string, timeMs:
 
 export function leaseKey(org: string, home: string): string {
   return `${homePrefix(org, home)}LEASE`;
+}
+
+/** The home's hot-set record (snapshot/hotset.ts): replaced whole by each writer, never relied on. */
+export function hotsetKey(org: string, home: string): string {
+  return `${homePrefix(org, home)}HOTSET`;
+}
+
+/** The home's wake pack: the small objects its hot-set record marks as packed, back to back. */
+export function wakePackKey(org: string, home: string): string {
+  return `${homePrefix(org, home)}WAKEPACK`;
 }
 
 export function gcPrefix(org: string): string {

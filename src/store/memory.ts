@@ -18,6 +18,10 @@ export class MemoryStore implements Store {
     return Buffer.from(o.data);
   }
 
+  async getRange(key: string, offset: number, length: number): Promise<Buffer> {
+    return Buffer.from((await this.get(key)).subarray(offset, offset + length));
+  }
+
   async put(key: string, data: Buffer): Promise<void> {
     this.objects.set(key, { data: Buffer.from(data), mtimeMs: Date.now() });
   }

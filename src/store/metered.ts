@@ -47,6 +47,12 @@ export class MeteredStore implements Store {
     return data;
   }
 
+  async getRange(key: string, offset: number, length: number): Promise<Buffer> {
+    const data = await this.timed('getRange', keyKind(key), () => this.inner.getRange(key, offset, length));
+    this.m.fetched(keyKind(key), data.length);
+    return data;
+  }
+
   async put(key: string, data: Buffer): Promise<void> {
     await this.timed('put', keyKind(key), () => this.inner.put(key, data));
     this.m.uploaded(keyKind(key), data.length);

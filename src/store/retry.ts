@@ -129,6 +129,10 @@ export class RetryingStore implements Store {
     return this.attempt('get', () => this.inner.get(key));
   }
 
+  getRange(key: string, offset: number, length: number): Promise<Buffer> {
+    return this.attempt('getRange', () => this.inner.getRange(key, offset, length));
+  }
+
   put(key: string, data: Buffer): Promise<void> {
     return this.attempt('put', () => this.inner.put(key, data));
   }

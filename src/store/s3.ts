@@ -32,7 +32,7 @@ import {
 import { defaults } from '../config.js';
 import { mapLimit } from '../util/concurrency.js';
 import { NotFoundError, UsageError } from '../util/errors.js';
-import { validateKey } from './file.js';
+import { checkRange, validateKey } from './file.js';
 import { classifyS3Error, httpStatus, isMissing, isPreconditionFailed } from './s3-errors.js';
 import type { ObjectInfo, Store } from './store.js';
 
@@ -129,6 +129,7 @@ export class S3Store implements Store {
       // S3-compatible service (older Ceph, MinIO, R2); integrity is checked by hash at a higher level.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
+      // Kept-alive connections, enough for every request a mount or a push keeps in flight at once.
       requestHandler: {
         connectionTimeout: 5_000, requestTimeout: 120_000, throwOnRequestTimeout: true,
         httpAgent: { keepAlive: true, maxSockets: defaults.storeSockets }, httpsAgent: { keepAlive: true, maxSockets: defaults.storeSockets },
@@ -194,6 +195,24 @@ export class S3Store implements Store {
       return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     } catch (e) {
       if (isMissing(e)) throw new NotFoundError(key);
+      this.fail(e, key);
+    }
+  }
+
+  async getRange(key: string, offset: number, length: number): Promise<Buffer> {
+    checkRange(offset, length);
+    if (length === 0) return Buffer.alloc(0);
+    try {
+      const out = await this.client.send(
+        new GetObjectCommand({ Bucket: this.loc.bucket, Key: this.objectKey(key), Range: `bytes=${offset}-${offset + length - 1}` }),
+      );
+      if (!out.Body) throw new Error('response without a body');
+      const bytes = await out.Body.transformToByteArray();
+      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).subarray(0, length);
+    } catch (e) {
+      if (isMissing(e)) throw new NotFoundError(key);
+      // 416: the range starts at or past the end of the object.
+      if (httpStatus(e) === 416) return Buffer.alloc(0);
       this.fail(e, key);
     }
   }

@@ -42,6 +42,13 @@ export interface Store {
   get(key: string): Promise<Buffer>;
 
   /**
+   * `length` bytes of `key` starting at byte `offset` (fewer when the object ends first; empty past its
+   * end). Throws `NotFoundError` when the object does not exist. Safe to retry. Used to fetch parts of a
+   * wake pack (snapshot/hotset.ts); the caller verifies what it cuts out of the range by hash.
+   */
+  getRange(key: string, offset: number, length: number): Promise<Buffer>;
+
+  /**
    * Writes `data` under `key`, replacing nothing visible to readers until complete (atomic).
    * Idempotent for content-addressed keys: writing the same bytes twice is harmless. Safe to retry.
    */

@@ -40,6 +40,10 @@ export class CountingStore implements Store {
     return this.inner.has(keys);
   }
 
+  async getRange(key: string, offset: number, length: number): Promise<Buffer> {
+    return (await this.get(key)).subarray(offset, offset + length);
+  }
+
   async get(key: string): Promise<Buffer> {
     this.gets.set(key, (this.gets.get(key) ?? 0) + 1);
     this.order.push(key);

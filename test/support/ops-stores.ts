@@ -19,6 +19,10 @@ export class RecordingStore implements Store {
     this.calls.push({ op: 'get', key });
     return this.inner.get(key);
   }
+  getRange(key: string, offset: number, length: number): Promise<Buffer> {
+    this.calls.push({ op: 'get', key });
+    return this.inner.getRange(key, offset, length);
+  }
   put(key: string, data: Buffer): Promise<void> {
     this.calls.push({ op: 'put', key });
     return this.inner.put(key, data);
@@ -58,6 +62,9 @@ export class HookedStore implements Store {
   }
   get(key: string): Promise<Buffer> {
     return this.inner.get(key);
+  }
+  getRange(key: string, offset: number, length: number): Promise<Buffer> {
+    return this.inner.getRange(key, offset, length);
   }
   put(key: string, data: Buffer): Promise<void> {
     return this.inner.put(key, data);

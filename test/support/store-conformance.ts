@@ -53,6 +53,19 @@ export function storeConformance(name: string, make: () => Promise<Store>): void
       assert.equal((await store.get(`${p}/empty`)).length, 0);
     });
 
+    it('getRange returns the asked bytes, fewer at the end, empty past it; NotFoundError when missing', async () => {
+      const key = `${ns()}/r`;
+      const data = binary(70_000);
+      await store.put(key, data);
+      assert.ok((await store.getRange(key, 0, 10)).equals(data.subarray(0, 10)));
+      assert.ok((await store.getRange(key, 1000, 30_000)).equals(data.subarray(1000, 31_000)));
+      assert.ok((await store.getRange(key, 69_990, 100)).equals(data.subarray(69_990)));
+      assert.equal((await store.getRange(key, 70_000, 10)).length, 0);
+      assert.equal((await store.getRange(key, 5, 0)).length, 0);
+      const missing = `${ns()}/missing`;
+      await assert.rejects(store.getRange(missing, 0, 10), (e: unknown) => e instanceof NotFoundError && e.key === missing);
+    });
+
     it('get returns a buffer the caller may modify without changing the store', async () => {
       const key = `${ns()}/k`;
       await store.put(key, Buffer.from('abc'));

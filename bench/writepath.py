@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""The local write path side by side (issue 13): native ext4, bindfs and homefs builds, interleaved.
+
+  bench/writepath.py [--rounds 3] [--homefs NAME=DIR ...] [--only ROW,...] [--work /var/tmp/wp-bench]
+
+Each round runs every system once, in turn, so that all of them see the same minutes of a shared, loaded
+machine; the table shows medians and each system's ratio to native, with the load average. Rows:
+tar x of /usr/include (page cache dropped first), dd 512 MiB of random data + fsync, create / stat /
+delete 10,000 files from one process, 50 x (write 4 KiB + fsync). homefs runs with a file:// store on a
+tmpfs (/dev/shm) and its state directory on disk (the work directory), default flags. --homefs defaults
+to this checkout (dist/); give it again (e.g. before=/tmp/main-build) to compare builds.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROWS = ['tar', 'dd', 'create', 'stat', 'delete', 'fsync50']
+LABEL = {
+    'tar': 'tar x of /usr/include', 'dd': 'dd 512 MiB random + fsync', 'create': 'create 10,000 files',
+    'stat': 'stat 10,000 files', 'delete': 'delete 10,000 files', 'fsync50': '50 x (write 4 KiB + fsync)',
+}
+
+
+def sh(*args, check=True, **kw):
+    return subprocess.run(list(args), check=check, **kw)
+
+
+def drop_caches():
+    os.sync()
+    try:
+        with open('/proc/sys/vm/drop_caches', 'w') as f:
+            f.write('3')
+    except OSError:
+        pass
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def workload(row, d, tarball, rand):
+    if row == 'tar':
+        drop_caches()
+        return timed(lambda: sh('tar', 'xf', tarball, '-C', d))
+    if row == 'dd':
+        return timed(lambda: sh('dd', f'if={rand}', f'of={d}/big', 'bs=1M', 'conv=fsync', 'status=none'))
+    many = os.path.join(d, 'many')
+    if row == 'create':
+        os.makedirs(many, exist_ok=True)
+
+        def create():
+            for i in range(10_000):
+                fd = os.open(f'{many}/f{i}', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                os.write(fd, b'x' * 100)
+                os.close(fd)
+        return timed(create)
+    if row == 'stat':
+        sh('sh', '-c', 'echo 2 > /proc/sys/vm/drop_caches', check=False)
+        return timed(lambda: [os.stat(f'{many}/f{i}') for i in range(10_000)])
+    if row == 'delete':
+        return timed(lambda: [os.unlink(f'{many}/f{i}') for i in range(10_000)])
+    if row == 'fsync50':
+        def fsyncs():
+            fd = os.open(f'{d}/fsync50', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                for _ in range(50):
+                    os.write(fd, os.urandom(4096))
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+        return timed(fsyncs)
+    raise ValueError(row)
+
+
+def wait_mounted(mnt, proc=None):
+    for _ in range(300):
+        if os.path.ismount(mnt):
+            return
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f'server for {mnt} exited with {proc.returncode}')
+        time.sleep(0.1)
+    raise RuntimeError(f'{mnt} did not mount')
+
+
+def unmount(mnt):
+    if os.path.ismount(mnt):
+        if sh('fusermount3', '-u', mnt, check=False, stderr=subprocess.DEVNULL).returncode != 0:
+            sh('umount', '-l', mnt, check=False)
+
+
+class System:
+    def __init__(self, name, work, homefs_dir=None):
+        self.name, self.work, self.homefs_dir = name, os.path.join(work, name), homefs_dir
+        self.proc = None
+
+    def start(self):
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work)
+        if self.name == 'native':
+            self.dir = os.path.join(self.work, 'dir')
+            os.makedirs(self.dir)
+        elif self.name == 'bindfs':
+            back, self.dir = os.path.join(self.work, 'back'), os.path.join(self.work, 'mnt')
+            os.makedirs(back)
+            os.makedirs(self.dir)
+            sh('bindfs', back, self.dir)
+            wait_mounted(self.dir)
+        else:
+            store = f'/dev/shm/wp-bench-{self.name}'
+            shutil.rmtree(store, ignore_errors=True)
+            os.makedirs(store)
+            self.dir = os.path.join(self.work, 'mnt')
+            os.makedirs(self.dir)
+            env = dict(os.environ, HOMEFS_STORE=f'file://{store}')
+            cli = os.path.join(self.homefs_dir, 'dist', 'src', 'cli', 'main.js')
+            self.log = open(os.path.join(self.work, 'daemon.log'), 'w')
+            self.proc = subprocess.Popen(['node', cli, 'mount', f'bench/{self.name}', self.dir, '--foreground',
+                                          '--state-dir', os.path.join(self.work, 'state'),
+                                          '--cache-dir', os.path.join(self.work, 'cache'), '--log-level', 'warn'],
+                                         env=env, stdout=self.log, stderr=subprocess.STDOUT)
+            wait_mounted(self.dir, self.proc)
+
+    def stop(self):
+        if self.name != 'native':
+            unmount(self.dir)
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.log.close()
+            self.proc = None
+            shutil.rmtree(f'/dev/shm/wp-bench-{self.name}', ignore_errors=True)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def fmt(s):
+    return f'{s * 1000:.0f} ms' if s < 1 else f'{s:.2f} s'
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--rounds', type=int, default=3)
+    ap.add_argument('--homefs', action='append', default=[], help='NAME=DIR of a built homefs checkout')
+    ap.add_argument('--only', help='comma-separated rows: ' + ','.join(ROWS))
+    ap.add_argument('--work', default='/var/tmp/wp-bench')
+    a = ap.parse_args()
+    rows = a.only.split(',') if a.only else ROWS
+    if ('stat' in rows or 'delete' in rows) and 'create' not in rows:
+        rows = ['create'] + rows  # stat and delete work on the files create made
+    builds = [h.split('=', 1) for h in a.homefs] or [['homefs', ROOT]]
+    os.makedirs(a.work, exist_ok=True)
+    tarball, rand = os.path.join(a.work, 'usr-include.tar'), '/dev/shm/wp-bench-random'
+    if not os.path.exists(tarball):
+        with tarfile.open(tarball, 'w') as t:
+            t.add('/usr/include', arcname='include')
+    if not os.path.exists(rand) or os.path.getsize(rand) != 512 << 20:
+        with open(rand, 'wb') as f:
+            for _ in range(512):
+                f.write(os.urandom(1 << 20))
+    systems = [System('native', a.work), System('bindfs', a.work)] + [System(n, a.work, d) for n, d in builds]
+    times = {(s.name, r): [] for s in systems for r in rows}
+    loads = []
+    try:
+        for rnd in range(a.rounds):
+            for s in systems:
+                s.start()
+                try:
+                    for r in rows:
+                        times[(s.name, r)].append(workload(r, s.dir, tarball, rand))
+                        print(f'round {rnd + 1} {s.name:8} {r:8} {fmt(times[(s.name, r)][-1])}', file=sys.stderr, flush=True)
+                finally:
+                    s.stop()
+            loads.append(os.getloadavg()[0])
+    finally:
+        for s in systems:
+            if s.name != 'native' and hasattr(s, 'dir'):
+                unmount(s.dir)
+    names = [s.name for s in systems]
+    print(f'\n{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, {a.rounds} rounds (median), '
+          f'load average (1 min) after each round: {", ".join(f"{x:.1f}" for x in loads)}\n')
+    print('| workload | ' + ' | '.join(names) + ' | ' + ' | '.join(f'{n} ÷ native' for n in names[1:]) + ' |')
+    print('|---|' + '---:|' * (2 * len(names) - 1))
+    for r in rows:
+        med = {n: statistics.median(times[(n, r)]) for n in names}
+        print(f'| {LABEL[r]} | ' + ' | '.join(fmt(med[n]) for n in names) + ' | '
+              + ' | '.join(f'{med[n] / med["native"]:.1f}×' for n in names[1:]) + ' |')
+
+
+if __name__ == '__main__':
+    main()
