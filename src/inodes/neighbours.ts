@@ -8,10 +8,12 @@
  * (the order those readers use), up to `budgetBytes`. Each directory is prefetched once per mount: later
  * cold reads in it find their blocks cached or in flight.
  *
- * Recursive readers go through sibling directories one after another, so the same rule moves up a level:
- * once two subdirectories of one directory were prefetched, the small files of that directory's whole
- * subtree are prefetched (depth first in name order, the order `grep -r` and `tar c` read them, up to
- * `subtreeBudgetBytes`; trees come from the cache, where the namespace walk put them), and so on upwards.
+ * Recursive readers go through sibling directories one after another, so the same rule moves up one
+ * level: once two subdirectories of one directory were prefetched so, the small files of that directory's
+ * whole subtree are prefetched (depth first in name order, the order `grep -r` and `tar c` read them, up
+ * to `subtreeBudgetBytes`; trees come from the cache, where the namespace walk put them). It moves up one
+ * level only: a subtree prefetch does not count towards its parent's, or two of them would pull the whole
+ * home (a first version did: `git status` in a fresh clone then pulled its node_modules too).
  */
 import type { Tree } from '../model/tree.js';
 import type { BlockReader } from './content.js';
@@ -80,7 +82,7 @@ export class NeighbourPrefetch {
     this.prefetched(parent);
   }
 
-  /** Directory `dir` (or its subtree) was prefetched: the second such child of a directory moves up to it. */
+  /** Directory `dir` was prefetched: the second such child of a directory moves up to it. */
   private prefetched(dir: number): void {
     const up = this.journal.get(dir)?.parents[0];
     if (up === undefined || this.opts.subtreeBudgetBytes <= 0 || this.done.has(up)) return;
@@ -91,7 +93,6 @@ export class NeighbourPrefetch {
     this.children.delete(up);
     this.done.add(up);
     this.subtree(up).catch(() => undefined); // a tree that cannot be fetched is the reader's error to see, not ours
-    this.prefetched(up);
   }
 
   /** Prefetches the small uncached files under directory `ino`, depth first in name order, within budget. */
