@@ -4,7 +4,13 @@
  * disk ranges (open+fstat+pread+close per read; reading the whole 4 MiB block), and `get()` throughput for memory
  * hits, disk hits (re-verified) and store misses (MemoryStore, so the fetch itself costs ~nothing).
  *
- * Run: npx tsc -p . && node dist/bench/cache.js [blocks=32]
+ *
+ * Then the local cost of a cold small object (issue 11 item 5: target <= 1 ms): `get()` of `small` distinct
+ * 4 KiB objects that are only in a zero-latency store, each counted until its disk file is written
+ * (`flush()`), one at a time and 64 at a time; and the first range read of a file found on disk at start
+ * (not yet trusted by this process: hashed whole once).
+ *
+ * Run: npx tsc -p . && node dist/bench/cache.js [blocks=32] [small=2000]
  */
 import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -57,8 +63,41 @@ async function timeParallel(name: string, n: number, width: number, fn: (i: numb
   return { name, p50us: NaN, p99us: NaN, opsPerSec: Math.round(n / secs), mbPerSec: Math.round(bytes / secs / 1e6) };
 }
 
+/** Cold small objects: fetch from a zero-latency store, verify, insert (memory and disk), flushed. */
+async function coldSmall(dir: string, n: number): Promise<Result[]> {
+  const store = new MemoryStore();
+  const hashes: string[] = [];
+  for (let i = 0; i < 2 * n; i++) {
+    const data = randomBytes(4096);
+    const h = hashBuffer(data);
+    hashes.push(h);
+    await store.put(blockKey(ORG, h), data);
+  }
+  const cache = new BlockCache({ dir: join(dir, 'small'), store, org: ORG, maxBytes: 8 * 1024 ** 3 });
+  await cache.init();
+  const out: Result[] = [];
+  const serial = await timeSerial('cold 4 KiB get(), one at a time, until on disk', n, async (i) => {
+    const got = (await cache.get('block', hashes[i] ?? '')).length;
+    await cache.flush();
+    return got;
+  }, false);
+  out.push(serial);
+  const t0 = process.hrtime.bigint();
+  const par = await timeParallel('cold 4 KiB get(), 64 at a time, then flush', n, 64, async (i) => (await cache.get('block', hashes[n + i] ?? '')).length);
+  await cache.flush();
+  par.opsPerSec = Math.round(n / (Number(process.hrtime.bigint() - t0) / 1e9));
+  out.push(par);
+  await cache.close();
+  const again = new BlockCache({ dir: join(dir, 'small'), store, org: ORG, maxBytes: 8 * 1024 ** 3, memoryBytes: 0 });
+  await again.init();
+  out.push(await timeSerial('first 512 B read() of a 4 KiB file found on disk at start', n, async (i) => (await again.read(hashes[i] ?? '', 0, 512)).length, false));
+  await again.close();
+  return out;
+}
+
 async function main(): Promise<void> {
   const nBlocks = Number(process.argv[2] ?? 32);
+  const nSmall = Number(process.argv[3] ?? 2000);
   const dir = await mkdtemp(join(tmpdir(), 'homefs-bench-cache-'));
   try {
     const store = new MemoryStore();
@@ -103,7 +142,8 @@ async function main(): Promise<void> {
     }));
     results.push(await timeSerial('alt: readFile whole 4 MiB block for a 4 KiB range', 400, async (i) => (await readFile(path(at(i)))).subarray(off(i), off(i) + RANGE).length));
 
-    console.log(`blocks: ${nBlocks} x 4 MiB; node ${process.version}`);
+    results.push(...(await coldSmall(dir, nSmall)));
+    console.log(`blocks: ${nBlocks} x 4 MiB, small objects: ${nSmall} x 4 KiB; node ${process.version}`);
     console.log('| operation | p50 µs | p99 µs | ops/s | MB/s |');
     console.log('|---|---:|---:|---:|---:|');
     for (const r of results) console.log(`| ${r.name} | ${Number.isNaN(r.p50us) ? '-' : r.p50us} | ${Number.isNaN(r.p99us) ? '-' : r.p99us} | ${r.opsPerSec} | ${r.mbPerSec ?? '-'} |`);

@@ -107,8 +107,16 @@ export const defaults = {
   cache: {
     /** Cap of the in-memory LRU in bytes (0 disables it). */
     memoryBytes: 256 * 1024 * 1024,
-    /** Store GETs in flight at most; prefetch uses at most half of them. */
-    fetchParallelism: 16,
+    /** Store GETs in flight at most (foreground reads and prefetch together). */
+    fetchParallelism: 96,
+    /** Of those, prefetch (namespace walk, readahead, neighbours) uses at most this many: issue 11 wants >= 64. */
+    prefetchParallelism: 64,
+    /** A second cold read in a directory of a file of at most this size prefetches its other files this small, */
+    neighbourFileBytes: 256 * 1024,
+    /** up to this many bytes per directory (0 turns it off; it is off for stores on local disk). */
+    neighbourBudgetBytes: 2 * 1024 * 1024,
+    /** Once two subdirectories of a directory were prefetched so, its whole subtree's small files, up to this. */
+    subtreeBudgetBytes: 32 * 1024 * 1024,
     /** A fetch (waiting for a slot + the GET) that takes longer fails with StoreUnavailableError. */
     fetchTimeoutMs: 30_000,
     /** Prefetch requests queued beyond this are dropped. */

@@ -104,14 +104,14 @@ test('prefetch fetches in the background, bounded, and later reads are hits', as
   await withTempDir(async (dir) => {
     const store = new CountingStore();
     const blocks = await Promise.all(Array.from({ length: 12 }, () => addBlock(store, 3000)));
-    const c = await open(dir, store, { fetchParallelism: 4 });
+    const c = await open(dir, store, { fetchParallelism: 4, prefetchParallelism: 2 });
     const gate = deferred();
     store.gate = gate.promise;
     c.prefetch('block', blocks.map((b) => b.hash));
     c.prefetch('block', blocks.map((b) => b.hash)); // duplicates are ignored
     await until(() => store.inFlight === 2, 'two prefetches in flight');
     await new Promise((r) => setTimeout(r, 20));
-    assert.equal(store.inFlight, 2, 'prefetch uses at most half of the fetch slots');
+    assert.equal(store.inFlight, 2, 'prefetch uses at most prefetchParallelism of the fetch slots');
     // a foreground read is not queued behind the prefetches
     const last = blocks[11];
     assert.ok(last);

@@ -50,6 +50,24 @@ describe('RetryingStore', () => {
     assert.equal(faulty.calls.get, 4);
   });
 
+  it('a SlowDown pauses every later request of the store, with a backoff that grows until a success', async () => {
+    const { faulty, store, sleeps } = setup({ retries: 0 });
+    await faulty.inner.put('k', Buffer.from('v'));
+    faulty.add({ kind: 'fail', ops: ['get'], times: 2, error: slowDown });
+    await assert.rejects(store.get('k'), TransientStoreError);
+    assert.deepEqual(sleeps, [], 'no retries were allowed');
+    await assert.rejects(store.get('k'), TransientStoreError);
+    assert.equal(sleeps.length, 1, 'the second request waited for the pause the first one was told to take');
+    const first = sleeps[0] ?? 0;
+    assert.ok(first > 90 && first <= 100, `pause ${first}`);
+    await store.put('other', Buffer.from('x')); // another op, another key: it waits too
+    assert.equal(sleeps.length, 2);
+    assert.ok((sleeps[1] ?? 0) > 190 && (sleeps[1] ?? 0) <= 200, `the pause doubled with the run of SlowDowns: ${sleeps[1]}`);
+    assert.equal((await store.get('k')).toString(), 'v');
+    assert.equal(sleeps.length, 2, 'after a success nothing waits');
+    assert.equal(faulty.calls.get, 3);
+  });
+
   it('never retries other errors: a missing key, a refused request', async () => {
     const { faulty, store } = setup();
     await assert.rejects(store.get('missing'), NotFoundError);

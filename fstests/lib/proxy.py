@@ -10,7 +10,7 @@ or not). Rules, changed at run time by the checks, decide per request what happe
   wrong_body      forward, but flip bytes in the response body (same length, same headers)
 
 A rule matches on method and a substring of the path (e.g. GET + '/blocks/') and fires `times` times
-(None: until removed). The proxy counts requests by (method, kind) so checks can wait for "uploads in
+(None: until removed), after letting the first `after` matching requests through untouched. The proxy counts requests by (method, kind) so checks can wait for "uploads in
 flight" before killing the daemon."""
 import http.client
 import socket
@@ -25,13 +25,21 @@ SLOWDOWN = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>
 
 
 class Rule:
-    def __init__(self, action, method=None, path=None, times=None, seconds=0.0):
+    def __init__(self, action, method=None, path=None, times=None, seconds=0.0, after=0):
         self.action, self.method, self.path, self.times, self.seconds = action, method, path, times, seconds
         self.fired = 0
+        self.passed, self.after = 0, after
 
     def matches(self, method, path):
         return ((self.method is None or self.method == method) and (self.path is None or self.path in path)
                 and (self.times is None or self.fired < self.times))
+
+    def let_through(self):
+        """True (and counted) while the first `after` matching requests pass untouched."""
+        if self.passed < self.after:
+            self.passed += 1
+            return True
+        return False
 
 
 class FaultProxy:
@@ -124,6 +132,7 @@ class FaultProxy:
         class Server(ThreadingHTTPServer):
             daemon_threads = True
             allow_reuse_address = True
+            request_queue_size = 256  # the listen backlog: a daemon opens up to 128 connections at once
 
             def handle_error(self, request, client_address):
                 pass  # a client that went away mid-request is part of the game
@@ -141,8 +150,8 @@ class FaultProxy:
         self.server.shutdown()
         self.server.server_close()
 
-    def add(self, action, method=None, path=None, times=None, seconds=0.0):
-        r = Rule(action, method, path, times, seconds)
+    def add(self, action, method=None, path=None, times=None, seconds=0.0, after=0):
+        r = Rule(action, method, path, times, seconds, after)
         with self.lock:
             self.rules.append(r)
         return r
@@ -157,6 +166,8 @@ class FaultProxy:
         with self.lock:
             for r in self.rules:
                 if r.matches(method, path):
+                    if r.let_through():
+                        return None
                     r.fired += 1
                     return r
         return None

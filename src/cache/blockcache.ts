@@ -14,7 +14,14 @@
  *
  * Whole-object reads from disk are re-verified (hashing is ~1 ms per 4 MiB); `read()` ranges of a file that
  * is only on disk are served by one pread on a kept file handle (fdcache.ts) without re-hashing the whole
- * block, relying on the atomic, data-synced write of a file that was verified before it was written.
+ * block once this process trusts the file: it wrote it (atomically, from verified bytes) or hashed it whole
+ * since it started. Writes are not synced; diskfiles.ts explains why trust per process keeps torn files
+ * of a host crash from ever being served.
+ *
+ * Prefetch (`prefetch`, `getInBackground`) runs in a FIFO queue (prefetchqueue.ts) on at most
+ * `prefetchParallelism` fetch slots; a reader's fetch never queues behind it (fetchslots.ts) and joins a
+ * prefetch already in flight for its object. Blocks of open files can be pinned: eviction skips them, and an insert that cannot fit
+ * under the cap otherwise is dropped from disk at once (it stays in memory), so the cap always holds.
  *
  * Buffers returned by `get()` and `read()` may be views of cached memory: callers must not modify them.
  */
@@ -31,6 +38,7 @@ import { DiskFiles, preadRange, type ObjectKind } from './diskfiles.js';
 import { FdCache } from './fdcache.js';
 import { DiskIndex, type IndexEntry } from './diskindex.js';
 import { FetchSlots, type Release } from './fetchslots.js';
+import { PrefetchQueue } from './prefetchqueue.js';
 
 export type { ObjectKind } from './diskfiles.js';
 
@@ -63,8 +71,10 @@ export interface BlockCacheOptions {
   maxBytes: number;
   /** Cap of the in-memory LRU in bytes (0 disables it). Default: config.ts `defaults.cache`. */
   memoryBytes?: number;
-  /** Store GETs in flight at most; prefetch uses at most half of them. Default: config.ts. */
+  /** Store GETs in flight at most. Default: config.ts. */
   fetchParallelism?: number;
+  /** Of those, prefetch uses at most this many (capped at fetchParallelism). Default: config.ts. */
+  prefetchParallelism?: number;
   /** A fetch (waiting for a slot + the GET) that takes longer rejects with StoreUnavailableError. Default: config.ts. */
   fetchTimeoutMs?: number;
   logger?: Logger;
@@ -93,8 +103,7 @@ export class BlockCache {
   private readonly inflight = new Map<string, Promise<Loaded>>();
   private readonly background = new Set<Promise<unknown>>();
   private readonly slots: FetchSlots;
-  private readonly prefetchQueue: Array<{ kind: ObjectKind; hash: string }> = [];
-  private readonly prefetchQueued = new Set<string>();
+  private readonly queue: PrefetchQueue;
   private readonly hash: HashFn;
   private readonly timeoutMs: number;
   private readonly maxPrefetchQueue: number;
@@ -112,7 +121,16 @@ export class BlockCache {
       ? new LRUCache<string, Buffer>({ maxSize: memoryBytes, sizeCalculation: (b) => Math.max(1, b.length) })
       : undefined;
     const parallelism = Math.max(1, opts.fetchParallelism ?? defaults.cache.fetchParallelism);
-    this.slots = new FetchSlots(parallelism, Math.max(1, Math.floor(parallelism / 2)), () => this.pumpPrefetch());
+    const background = Math.min(parallelism, Math.max(1, opts.prefetchParallelism ?? defaults.cache.prefetchParallelism));
+    this.queue = new PrefetchQueue({
+      open: () => this.state === 'open',
+      present: (kind, hash) => this.has(kind, hash) || this.inflight.has(cacheKey(kind, hash)),
+      trySlot: () => this.slots.tryAcquireBackground(),
+      start: (kind, hash, slot) => this.flight(kind, hash, false, slot).then((l) => l.data),
+      join: (kind, hash) => this.get(kind, hash),
+      failed: (kind, hash, e) => this.log?.debug({ op: 'cache.prefetch', kind, hash, err: errorMessage(e) }, 'prefetch failed'),
+    });
+    this.slots = new FetchSlots(parallelism, background, () => this.queue.pump());
     this.hash = opts.hash ?? hashBuffer;
     this.timeoutMs = opts.fetchTimeoutMs ?? defaults.cache.fetchTimeoutMs;
     this.maxPrefetchQueue = opts.maxPrefetchQueue ?? defaults.cache.maxPrefetchQueue;
@@ -125,7 +143,7 @@ export class BlockCache {
     await this.files.ensureDirs();
     const scanned = await this.files.scan(Date.now());
     scanned.sort((a, b) => a.mtimeMs - b.mtimeMs);
-    for (const f of scanned) this.index.add(cacheKey(f.kind, f.hash), f.size, f.mtimeMs);
+    for (const f of scanned) this.index.add(cacheKey(f.kind, f.hash), f.size, f.mtimeMs, false);
     this.state = 'open';
     this.evict();
     this.log?.debug({ op: 'cache.init', dir: this.opts.dir, entries: this.index.count, bytes: this.index.bytes }, 'block cache ready');
@@ -153,8 +171,9 @@ export class BlockCache {
     if (mem) return mem.subarray(offset, offset + length);
     const pending = this.inflight.get(k);
     if (pending) return this.count(await pending).subarray(offset, offset + length);
-    // Not indexed: another daemon may have written it; the whole-object path probes, verifies and adopts it.
-    if (!this.index.has(k)) return this.count(await this.flight('block', hash, false)).subarray(offset, offset + length);
+    // Not indexed (another daemon may have written it) or not trusted yet by this process: the whole-object
+    // path probes, hashes and adopts it; later ranges of it are then single preads.
+    if (!this.index.get(k)?.verified) return this.count(await this.flight('block', hash, false)).subarray(offset, offset + length);
     try {
       const lease = await this.fds.acquire(k, this.files.path('block', hash));
       if (lease) {
@@ -162,7 +181,7 @@ export class BlockCache {
           const data = await preadRange(lease.fh, lease.size, offset, length);
           this.counters.hits++;
           this.counters.diskHits++;
-          this.touchOrAdopt('block', hash, lease.size);
+          this.touchOrAdopt('block', hash, lease.size, true);
           return data;
         } finally {
           lease.release();
@@ -188,21 +207,55 @@ export class BlockCache {
         continue;
       }
       const k = cacheKey(kind, hash);
-      if (this.has(kind, hash) || this.inflight.has(k) || this.prefetchQueued.has(k)) continue;
-      if (this.prefetchQueue.length >= this.maxPrefetchQueue) {
+      if (this.has(kind, hash) || this.inflight.has(k) || this.queue.has(k)) continue;
+      if (this.queue.length >= this.maxPrefetchQueue) {
         this.log?.debug({ op: 'cache.prefetch', hash }, 'prefetch queue full; request dropped');
         continue;
       }
-      this.prefetchQueue.push({ kind, hash });
-      this.prefetchQueued.add(k);
+      this.queue.add(k, kind, hash);
     }
-    this.pumpPrefetch();
+    this.queue.pump();
+  }
+
+  /**
+   * The whole verified object, fetched at prefetch priority: behind every reader and after the prefetches
+   * queued before it (the namespace walk uses it to read trees it then descends into). Never dropped for a
+   * full queue; rejects when the fetch fails or the cache closes first.
+   */
+  getInBackground(kind: ObjectKind, hash: string): Promise<Buffer> {
+    this.assertOpen();
+    assertHash(hash);
+    const k = cacheKey(kind, hash);
+    const mem = this.memory?.get(k);
+    if (mem) return Promise.resolve(mem);
+    if (this.has(kind, hash) || this.inflight.has(k)) return this.get(kind, hash);
+    return this.queue.wait(k, kind, hash);
+  }
+
+  /** Keeps the object's disk file from eviction (counted; until as many `unpin`s). */
+  pin(kind: ObjectKind, hash: string): void {
+    this.index.pin(cacheKey(kind, hash));
+  }
+
+  unpin(kind: ObjectKind, hash: string): void {
+    this.index.unpin(cacheKey(kind, hash));
+  }
+
+  /** Prefetches queued and not started yet (tests and diagnostics). */
+  get prefetchQueueLength(): number {
+    return this.queue.length;
   }
 
   /** The object's length if it is in memory or on disk as far as this daemon knows (no I/O). */
   size(kind: ObjectKind, hash: string): number | undefined {
     const k = cacheKey(kind, hash);
     return this.memory?.get(k)?.length ?? this.writing.get(k)?.data.length ?? this.index.get(k)?.size;
+  }
+
+  /** Cached, being fetched or queued for prefetch: a read of it will not start a fetch of its own. */
+  known(kind: ObjectKind, hash: string): boolean {
+    const k = cacheKey(kind, hash);
+    return this.has(kind, hash) || this.inflight.has(k) || this.queue.has(k);
   }
 
   /** In memory or on disk as far as this daemon knows, without any I/O. */
@@ -238,8 +291,7 @@ export class BlockCache {
   async close(): Promise<void> {
     if (this.state === 'closed') return;
     this.state = 'closed';
-    this.prefetchQueue.length = 0;
-    this.prefetchQueued.clear();
+    this.queue.clear(new Error('BlockCache is closed'));
     await Promise.allSettled([...this.inflight.values()]);
     await this.flush();
     await this.fds.closeAll();
@@ -325,7 +377,7 @@ export class BlockCache {
       this.track(this.files.remove(kind, hash), 'cache.remove');
       return undefined;
     }
-    this.touchOrAdopt(kind, hash, data.length);
+    this.touchOrAdopt(kind, hash, data.length, true);
     this.memory?.set(cacheKey(kind, hash), data);
     return data;
   }
@@ -377,12 +429,12 @@ export class BlockCache {
     if (current) return current.done;
     if (data.length > this.opts.maxBytes) return Promise.resolve(); // could never stay
     if (this.index.has(k)) {
-      this.touchOrAdopt(kind, hash, data.length);
+      this.touchOrAdopt(kind, hash, data.length, false);
       return Promise.resolve();
     }
     const done = this.files.write(kind, hash, data).then(
       () => {
-        this.index.add(k, data.length, Date.now());
+        this.index.add(k, data.length, Date.now(), true); // written by us from verified bytes
         this.evict(k);
       },
       (e: unknown) => {
@@ -395,8 +447,17 @@ export class BlockCache {
     return done;
   }
 
+  /**
+   * Evicts least recently used unpinned files down to the cap; if that is not enough, `keep` (the
+   * newcomer) goes too, pinned or not: the blocks of open files already on disk stay, the cap holds.
+   */
   private evict(keep?: string): void {
-    for (const e of this.index.evictTo(this.opts.maxBytes, keep)) {
+    const victims = this.index.evictTo(this.opts.maxBytes, keep);
+    if (keep !== undefined && this.index.bytes > this.opts.maxBytes) {
+      const e = this.index.remove(keep);
+      if (e) victims.push(e);
+    }
+    for (const e of victims) {
       this.counters.evictions++;
       this.fds.invalidate(e.key);
       const { kind, hash } = parseKey(e.key);
@@ -404,15 +465,19 @@ export class BlockCache {
     }
   }
 
-  /** Marks a disk object as used (adding it if another daemon wrote it) and persists its last use now and then. */
-  private touchOrAdopt(kind: ObjectKind, hash: string, size: number): void {
+  /**
+   * Marks a disk object as used (adding it if another daemon wrote it) and persists its last use now and
+   * then; `verified`: this process has just hashed the file's bytes (or wrote them), so it trusts them.
+   */
+  private touchOrAdopt(kind: ObjectKind, hash: string, size: number, verified: boolean): void {
     const k = cacheKey(kind, hash);
     const now = Date.now();
     const e = this.index.touch(k, now);
     if (e) {
+      if (verified) e.verified = true;
       this.persistLastUse(e);
     } else if (size <= this.opts.maxBytes) {
-      this.index.add(k, size, now);
+      this.index.add(k, size, now, verified);
       this.evict(k);
     }
   }
@@ -436,26 +501,6 @@ export class BlockCache {
     const t = p.catch((e: unknown) => this.log?.debug({ op, err: errorMessage(e) }, 'background cache operation failed'));
     this.background.add(t);
     void t.finally(() => this.background.delete(t));
-  }
-
-  private pumpPrefetch(): void {
-    while (this.state === 'open' && this.prefetchQueue.length > 0) {
-      const next = this.prefetchQueue[0];
-      if (!next) break;
-      const k = cacheKey(next.kind, next.hash);
-      if (this.has(next.kind, next.hash) || this.inflight.has(k)) {
-        this.prefetchQueue.shift();
-        this.prefetchQueued.delete(k);
-        continue;
-      }
-      const release = this.slots.tryAcquireBackground();
-      if (!release) break;
-      this.prefetchQueue.shift();
-      this.prefetchQueued.delete(k);
-      this.flight(next.kind, next.hash, false, release).catch((e: unknown) => {
-        this.log?.debug({ op: 'cache.prefetch', kind: next.kind, hash: next.hash, err: errorMessage(e) }, 'prefetch failed');
-      });
-    }
   }
 }
 

@@ -1,17 +1,23 @@
 /**
  * The files of the on-disk block cache: `<dir>/<kind>s/<h[0:2]>/<hash>`, written atomically (a temp file in
- * the same directory, fdatasync, rename), so a reader — this daemon or another daemon of the same org
- * sharing the directory — sees either nothing or the whole, already verified object. The data is synced
- * before the rename because range reads of cached files are served without re-hashing the whole object:
- * after a host crash a file must be complete or absent. The directory is not synced: a lost rename only
- * loses a cache entry.
+ * the same directory, then a rename), so a reader — this daemon or another daemon of the same org sharing
+ * the directory — sees either nothing or the whole object: the rename publishes a file only after its
+ * last byte was written, and every process on the host sees the same page cache.
+ *
+ * No write is synced (issue 11: one fdatasync per cached object cost more than the rest of the insert).
+ * Range reads of cached files are served without re-hashing the whole object, so a host crash must never
+ * leave a torn file that gets served. That guarantee is kept by trust, not by syncs: a process range-reads
+ * without hashing only files it wrote itself or has hashed whole since it started (`IndexEntry.verified`,
+ * blockcache.ts). A host crash ends every process that trusted a file; whoever starts afterwards finds the
+ * files by scanning and hashes each one whole on its first read, so a file torn by the crash (zeros, a
+ * short tail, an empty file) fails its hash, is removed and fetched again. A lost rename only loses a
+ * cache entry.
  *
  * Everything here is async (the mount's event loop must never block on disk) and tolerant of files that
  * appear or vanish underneath (ENOENT is an answer, not an error).
  */
-import { constants } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { mkdir, open, readdir, readFile, rename, rm, stat, unlink, utimes } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { mapLimit } from '../util/concurrency.js';
@@ -38,6 +44,9 @@ export function isEnoent(e: unknown): boolean {
 }
 
 export class DiskFiles {
+  /** Fan-out directories known to exist (a vanished one is made again when a write into it fails). */
+  private readonly made = new Set<string>();
+
   constructor(readonly dir: string) {}
 
   path(kind: ObjectKind, hash: string): string {
@@ -49,20 +58,26 @@ export class DiskFiles {
     for (const kind of KINDS) await mkdir(join(this.dir, `${kind}s`), { mode: 0o700 }).catch(ignoreExists);
   }
 
-  /** Writes `data` atomically; replacing an existing file (same content) is harmless. */
+  /** Writes `data` atomically, unsynced (see above); replacing an existing file (same content) is harmless. */
   async write(kind: ObjectKind, hash: string, data: Buffer): Promise<void> {
-    const dest = this.path(kind, hash);
     const sub = join(this.dir, `${kind}s`, hash.slice(0, 2));
-    await mkdir(sub, { mode: 0o700 }).catch(ignoreExists);
     const tmp = join(sub, `${TEMP_PREFIX}${process.pid}-${randomBytes(6).toString('hex')}`);
-    const fh = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+    if (!this.made.has(sub)) {
+      await mkdir(sub, { mode: 0o700 }).catch(ignoreExists);
+      this.made.add(sub);
+    }
     try {
-      await fh.writeFile(data);
-      await fh.datasync();
-      await fh.close();
-      await rename(tmp, dest);
+      try {
+        await writeFile(tmp, data, { flag: 'wx', mode: 0o600 });
+      } catch (e) {
+        if (!isEnoent(e)) throw e;
+        this.made.delete(sub); // the fan-out directory vanished (cache wiped underneath): make it again
+        await mkdir(sub, { mode: 0o700 }).catch(ignoreExists);
+        this.made.add(sub);
+        await writeFile(tmp, data, { flag: 'wx', mode: 0o600 });
+      }
+      await rename(tmp, this.path(kind, hash));
     } catch (e) {
-      await fh.close().catch(() => undefined);
       await rm(tmp, { force: true });
       throw e;
     }

@@ -4,7 +4,10 @@
  * handles, and maps errors to errno in exactly one place (`fail`).
  *
  * Metadata requests are answered synchronously from the journal; reads, writes, truncates and loads of
- * directories from the store answer later.
+ * directories from the store answer later. A read, or a request waiting for its directory to load, can be
+ * interrupted (the kernel's FUSE_INTERRUPT, e.g. Ctrl-C on the reader): it is answered EINTR at once and
+ * its late result is dropped; the fetch itself goes on and fills the cache. Writes and other changes are
+ * never interrupted halfway: they either happened or not, and their reply says which.
  */
 import type { Logger } from 'pino';
 import type { Ops, Req, Session, SetAttr, StatFs } from '../fuse/types.js';
@@ -39,6 +42,10 @@ interface DirHandle {
 export class FuseAdapter {
   private nextFh = 1;
   private readonly files = new Map<number, number>();
+  /** Per open file handle: releases the pins on the file's cached blocks (Content.holdBlocks). */
+  private readonly holds = new Map<number, () => void>();
+  /** Requests waiting on the store that an interrupt answers with EINTR (reads, directory loads). */
+  private readonly interruptible = new Set<Req>();
   private readonly dirs = new Map<number, DirHandle>();
   private replies: CommittedReplies | undefined;
   private readonly xattrs: Xattrs;
@@ -104,7 +111,7 @@ export class FuseAdapter {
       try {
         const pending = this.view.ensureLoaded(ino);
         if (pending) {
-          pending.then(() => attempt(tries), (e: unknown) => this.fail(req, op, e));
+          this.whenLoaded(req, op, pending, () => attempt(tries));
           return;
         }
         const r = fn();
@@ -112,7 +119,7 @@ export class FuseAdapter {
       } catch (e) {
         if (e instanceof NeedsLoad && tries < 64) {
           const p = this.view.ensureLoaded(e.ino);
-          if (p) p.then(() => attempt(tries + 1), (err: unknown) => this.fail(req, op, err));
+          if (p) this.whenLoaded(req, op, p, () => attempt(tries + 1));
           else attempt(tries + 1);
           return;
         }
@@ -120,6 +127,16 @@ export class FuseAdapter {
       }
     };
     attempt(0);
+  }
+
+  /** Continues `req` once a directory load finishes, unless it was interrupted meanwhile (then nothing runs). */
+  private whenLoaded(req: Req, op: string, load: Promise<void>, next: () => void): void {
+    this.interruptible.add(req);
+    load.then(() => {
+      if (this.interruptible.delete(req)) next();
+    }, (e: unknown) => {
+      if (this.interruptible.delete(req)) this.fail(req, op, e);
+    });
   }
 
   private writable(): void {
@@ -134,6 +151,7 @@ export class FuseAdapter {
   private openHandle(ino: number): number {
     const fh = this.nextFh++;
     this.files.set(fh, ino);
+    this.holds.set(fh, this.content.holdBlocks(ino));
     this.view.opened(ino);
     this.upper.hold(ino);
     return fh;
@@ -214,10 +232,19 @@ export class FuseAdapter {
       read: (req, ino, size, offset) => {
         this.hooks.activity('read');
         const t0 = performance.now();
+        this.interruptible.add(req);
         this.content.read(ino, offset, size).then((buf) => {
+          if (!this.interruptible.delete(req)) return; // interrupted: already answered EINTR
           this.s.buf(req, buf);
           this.hooks.observe('read', performance.now() - t0);
-        }, (e: unknown) => this.fail(req, 'read', e));
+        }, (e: unknown) => {
+          if (this.interruptible.delete(req)) this.fail(req, 'read', e);
+        });
+      },
+      interrupt: (req) => {
+        if (!this.interruptible.delete(req)) return; // answered already, or not interruptible
+        this.hooks.activity('interrupt');
+        this.s.err(req, E.EINTR);
       },
       write: (req, ino, data, offset) => {
         this.hooks.activity('write');
@@ -237,6 +264,8 @@ export class FuseAdapter {
       // less per close. We hold no POSIX locks (the kernel keeps them locally).
       flush: (req) => this.s.err(req, E.ENOSYS),
       release: (req, ino, fh) => {
+        this.holds.get(fh)?.();
+        this.holds.delete(fh);
         if (this.files.delete(fh)) {
           this.upper.unhold(ino);
           this.view.closed(ino);

@@ -18,8 +18,10 @@ import { Content } from '../inodes/content.js';
 import type { Journal } from '../inodes/journal.js';
 import { UpperFiles } from '../inodes/upper.js';
 import { HomeView } from '../inodes/view.js';
+import { NeighbourPrefetch } from '../inodes/neighbours.js';
 import { decodeTree } from '../snapshot/codec.js';
 import { Excludes } from '../snapshot/excludes.js';
+import { TreeWalk } from '../snapshot/treewalk.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { GcFence } from '../snapshot/gcfence.js';
 import { LogFencedError, LogFullError, seal, sealToLog, type SealDeps, type SealResult } from '../seal/seal.js';
@@ -42,6 +44,11 @@ import { CacheMetricsMirror, Capacity, dirtyTotals, homeStatus } from './report.
 import { HashPool } from '../hash/pool.js';
 import { HotSet } from './hotset.js';
 import { makeDirsSync } from '../util/mkdirs.js';
+
+/** A store reached over the network (S3), as opposed to one on this host's disk (file://, memory://). */
+function isRemote(url: string): boolean {
+  return !url.startsWith('file:') && !url.startsWith('memory:');
+}
 
 export type HomeState = 'waking' | 'active' | 'parked' | 'securing' | 'asleep';
 
@@ -88,6 +95,7 @@ export class MountedHome {
   private control: Server | undefined;
   private session: Session | undefined;
   private sleeping: Promise<SealResult | null> | undefined;
+  private walk: TreeWalk | undefined;
   private readonly capacity: Capacity;
   private readonly cacheMetrics: CacheMetricsMirror;
   private readonly sealer: Sealer<SealResult | null>;
@@ -172,6 +180,9 @@ export class MountedHome {
         },
         prefetch: (hs: string[]) => cache.prefetch('block', hs),
         size: (h: string) => cache.size('block', h),
+        known: (h: string) => cache.known('block', h),
+        pin: (hs: readonly string[]) => hs.forEach((h) => cache.pin('block', h)),
+        unpin: (hs: readonly string[]) => hs.forEach((h) => cache.unpin('block', h)),
       };
       const upper = new UpperFiles(paths.upper);
       const excludes = new Excludes(cfg.excludes);
@@ -194,16 +205,25 @@ export class MountedHome {
         await upper.closeAll();
         await journal.close();
       });
-      const content = new Content(journal, upper, blocks, contentOpts);
-      content.usedBytes = Content.seedUsedBytes(journal);
-      const view = new HomeView(journal, {
-        getTree: async (h) => {
+      // Prefetch only hides store round trips: on a store on this host's disk it would just pull bytes early.
+      const remote = isRemote(store.url);
+      const trees = {
+        getTree: async (h: string) => {
           const data = await cache.get('meta', h);
           hot.record('meta', h, data.length);
           return decodeTree(data, h);
         },
-        prefetchTrees: (hs) => cache.prefetch('meta', hs),
+        prefetchTrees: (hs: string[]) => cache.prefetch('meta', hs),
+      };
+      const backgroundTrees = { getTree: async (h: string) => decodeTree(await cache.getInBackground('meta', h), h) };
+      const neighbours = new NeighbourPrefetch(journal, blocks, backgroundTrees, {
+        maxFileBytes: defaults.cache.neighbourFileBytes,
+        budgetBytes: remote ? defaults.cache.neighbourBudgetBytes : 0,
+        subtreeBudgetBytes: remote ? defaults.cache.subtreeBudgetBytes : 0,
       });
+      const content = new Content(journal, upper, blocks, { ...contentOpts, neighbours });
+      content.usedBytes = Content.seedUsedBytes(journal);
+      const view = new HomeView(journal, trees);
       view.onReclaim = (node) => void content.reclaim(node).catch((e: unknown) => log.warn({ op: 'reclaim', ino: node.ino, err: errorMessage(e) }, 'cannot remove the upper file of a deleted file'));
       const ra = choice.rootAttrs;
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
@@ -215,7 +235,8 @@ export class MountedHome {
         h.session?.unmount(); // mounted, but what follows the mount failed
       });
       h.mount(mountFn);
-      void hot.warmUp();
+      void hot.warmUp(); // the hot set first: its entries queue ahead of all but the walk's first levels
+      if (choice.rootTree && remote) h.walkNamespace(choice.rootTree);
       return h;
     } catch (e) {
       for (const step of undo.reverse()) await Promise.resolve().then(step).catch((u: unknown) => log.warn({ err: errorMessage(u) }, 'cleanup after a failed mount'));
@@ -272,6 +293,20 @@ export class MountedHome {
     this.timer.unref();
     this.state = 'active';
     this.log.info({ org: this.cfg.org, home: this.cfg.home, mountpoint: this.cfg.mountpoint, head: this.lastSnapshot }, 'mounted');
+  }
+
+  /**
+   * Fetches every tree of the base snapshot in the background, breadth-first (snapshot/treewalk.ts), so
+   * that the namespace of a fresh host costs O(depth) store round trips. A continuing state directory
+   * skips it (its journal already holds the directories it loaded), and so does a store on local disk,
+   * where a round trip costs nothing and the walk would only compete with the first reads.
+   */
+  private walkNamespace(root: string): void {
+    const started = Date.now();
+    this.walk = new TreeWalk((h) => this.cache.getInBackground('meta', h));
+    this.walk.run(root).then((r) => {
+      this.log.info({ op: 'treewalk', ...r, ms: Date.now() - started }, 'namespace fetched');
+    }, () => undefined);
   }
 
   private touch(): void {
@@ -498,6 +533,7 @@ export class MountedHome {
     if (!failure) await this.saveHotSet(defaults.hotset.pack);
     if (!failure) await this.lease?.release();
     else this.lease?.stop();
+    this.walk?.stop();
     await this.cache.close().catch(() => undefined);
     await this.upper.closeAll();
     await this.hashPool.close();

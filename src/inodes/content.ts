@@ -20,6 +20,7 @@ import type { Journal } from './journal.js';
 import type { Inode } from './types.js';
 import type { UpperFiles } from './upper.js';
 import { MAX_FILE_BYTES } from '../config.js';
+import type { NeighbourPrefetch } from './neighbours.js';
 
 /** Blocks of one file in flight at once during a seal's capture (each up to 4 MiB in memory). */
 const SEAL_WINDOW = 4;
@@ -35,6 +36,11 @@ export interface BlockReader {
   prefetch(hashes: string[]): void;
   /** The block's length when known locally (after any read of it), for checking it against its file. */
   size(hash: string): number | undefined;
+  /** Cached, being fetched or queued: a read of it is not a cold read (default: `size` is known). */
+  known?(hash: string): boolean;
+  /** Keep these blocks cached (counted) until as many `unpin`s: the blocks of an open file. */
+  pin?(hashes: readonly string[]): void;
+  unpin?(hashes: readonly string[]): void;
 }
 
 export interface ContentOptions {
@@ -47,6 +53,8 @@ export interface ContentOptions {
    * setattr when it writes the inode back (close, fsync, syncfs): content changes then leave times alone.
    */
   kernelOwnsTimes?: boolean;
+  /** Prefetches a directory's small files when one of them is read cold (neighbours.ts). */
+  neighbours?: NeighbourPrefetch;
 }
 
 export class Content {
@@ -93,6 +101,8 @@ export class Content {
         const hash = c.sealed.blocks[idx];
         if (!hash) throw fsErr(E.EIO, `inode ${ino} has no block ${idx}`);
         const avail = Math.min(len, sealed - pos);
+        const nb = this.opts.neighbours;
+        if (idx === 0 && nb?.wants(sealed) && !(this.blocks.known?.(hash) ?? this.blocks.size(hash) !== undefined)) nb.coldRead(ino);
         const got = await this.blocks.read(hash, pos - idx * stride, avail);
         // A block shorter than the tree says is a lying (corrupt or hostile) tree: never serve made-up bytes.
         const want = Math.min(stride, sealed - idx * stride);
@@ -104,6 +114,20 @@ export class Content {
     }
     this.readahead(ino, c, offset, end, stride);
     return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
+  }
+
+  /** Keeps the sealed blocks of file `ino` in the block cache while it is open; returns the release. */
+  holdBlocks(ino: number): () => void {
+    const c = this.journal.get(ino)?.content;
+    const blocks = this.blocks;
+    if (!c || c.sealed.blocks.length === 0 || !blocks.pin) return () => undefined;
+    const hashes = [...c.sealed.blocks];
+    blocks.pin(hashes);
+    let held = true;
+    return () => {
+      if (held) blocks.unpin?.(hashes);
+      held = false;
+    };
   }
 
   /** Sequential reads of a large sealed file prefetch the next blocks. */

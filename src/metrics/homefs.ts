@@ -29,6 +29,7 @@ export class HomeMetrics {
   readonly bytesUploaded: Counter<'kind'>;
   readonly storeSeconds: Histogram<'op'>;
   readonly storeRetries: Counter<'op'>;
+  readonly storeRequests: Counter<'op' | 'kind'>;
   readonly cacheHits: Counter<'tier'>;
   readonly cacheMisses: Counter;
   readonly cacheEvictions: Counter;
@@ -47,6 +48,7 @@ export class HomeMetrics {
     this.bytesFetched = new Counter({ name: 'homefs_store_fetched_bytes_total', help: 'bytes fetched from the store, by kind (block, meta, other)', labelNames: ['kind'], registers });
     this.bytesUploaded = new Counter({ name: 'homefs_store_uploaded_bytes_total', help: 'bytes uploaded to the store, by kind (block, meta, other)', labelNames: ['kind'], registers });
     this.storeSeconds = new Histogram({ name: 'homefs_store_request_seconds', help: 'store request latency in seconds (retries included), by op', labelNames: ['op'], buckets: LATENCY_BUCKETS, registers });
+    this.storeRequests = new Counter({ name: 'homefs_store_requests_total', help: 'store requests since the mount woke, by op and key kind (block, meta, other); retries count once', labelNames: ['op', 'kind'], registers });
     this.storeRetries = new Counter({ name: 'homefs_store_retries_total', help: 'store requests retried after a transient failure, by op', labelNames: ['op'], registers });
     this.cacheHits = new Counter({ name: 'homefs_cache_hits_total', help: 'block cache hits, by tier (memory, disk)', labelNames: ['tier'], registers });
     this.cacheMisses = new Counter({ name: 'homefs_cache_misses_total', help: 'block cache misses (store fetches)', registers });
@@ -74,7 +76,10 @@ export class HomeMetrics {
   /** The meters MeteredStore (store/metered.ts) reports to. */
   storeMeters(): StoreMeters {
     return {
-      startRequest: (op) => this.storeSeconds.startTimer({ op }),
+      startRequest: (op, kind) => {
+        this.storeRequests.inc({ op, kind });
+        return this.storeSeconds.startTimer({ op });
+      },
       fetched: (kind, bytes) => this.bytesFetched.inc({ kind }, bytes),
       uploaded: (kind, bytes) => this.bytesUploaded.inc({ kind }, bytes),
       failed: () => this.errors.inc({ kind: 'store' }),

@@ -10,8 +10,8 @@ import { keyKind } from './keys.js';
 import type { ObjectInfo, Store } from './store.js';
 
 export interface StoreMeters {
-  /** Starts timing one request of `op`; calling the result ends it. */
-  startRequest(op: string): () => void;
+  /** Counts one request of `op` on a key of `kind` and starts timing it; calling the result ends it. */
+  startRequest(op: string, kind: string): () => void;
   fetched(kind: string, bytes: number): void;
   uploaded(kind: string, bytes: number): void;
   /** A request failed (for any reason but a missing object). */
@@ -25,8 +25,8 @@ export class MeteredStore implements Store {
     return this.inner.url;
   }
 
-  private async timed<T>(op: string, fn: () => Promise<T>): Promise<T> {
-    const stop = this.m.startRequest(op);
+  private async timed<T>(op: string, kind: string, fn: () => Promise<T>): Promise<T> {
+    const stop = this.m.startRequest(op, kind);
     try {
       return await fn();
     } catch (e) {
@@ -38,28 +38,28 @@ export class MeteredStore implements Store {
   }
 
   has(keys: readonly string[]): Promise<Set<string>> {
-    return this.timed('has', () => this.inner.has(keys));
+    return this.timed('has', 'other', () => this.inner.has(keys));
   }
 
   async get(key: string): Promise<Buffer> {
-    const data = await this.timed('get', () => this.inner.get(key));
+    const data = await this.timed('get', keyKind(key), () => this.inner.get(key));
     this.m.fetched(keyKind(key), data.length);
     return data;
   }
 
   async getRange(key: string, offset: number, length: number): Promise<Buffer> {
-    const data = await this.timed('getRange', () => this.inner.getRange(key, offset, length));
+    const data = await this.timed('getRange', keyKind(key), () => this.inner.getRange(key, offset, length));
     this.m.fetched(keyKind(key), data.length);
     return data;
   }
 
   async put(key: string, data: Buffer): Promise<void> {
-    await this.timed('put', () => this.inner.put(key, data));
+    await this.timed('put', keyKind(key), () => this.inner.put(key, data));
     this.m.uploaded(keyKind(key), data.length);
   }
 
   async putIfAbsent(key: string, data: Buffer): Promise<boolean> {
-    const created = await this.timed('putIfAbsent', () => this.inner.putIfAbsent(key, data));
+    const created = await this.timed('putIfAbsent', keyKind(key), () => this.inner.putIfAbsent(key, data));
     if (created) this.m.uploaded(keyKind(key), data.length);
     return created;
   }
@@ -69,7 +69,7 @@ export class MeteredStore implements Store {
   }
 
   delete(key: string): Promise<void> {
-    return this.timed('delete', () => this.inner.delete(key));
+    return this.timed('delete', keyKind(key), () => this.inner.delete(key));
   }
 
   close(): Promise<void> {

@@ -10,11 +10,16 @@
  * ours, because then this caller created it; anything else is a real `false`.
  *
  * `list` resumes after the last key it yielded when a page fails, so a retry never repeats or skips keys.
+ *
+ * Throttling (503 SlowDown, 429) is an answer about the whole store, not one request: it pauses every
+ * request of this store (one wrapper per mount, so every request of the mount) for the backoff of the
+ * current run of throttled answers, on top of the retried request's own backoff. Requests starting during
+ * the pause wait for its end first; the run restarts at the first request that succeeds.
  */
 import { defaults } from '../config.js';
 import { backoffDelay } from '../util/backoff.js';
 import type { ObjectInfo, Store } from './store.js';
-import { TransientStoreError, isTransient } from './transient.js';
+import { TransientStoreError, isThrottled, isTransient } from './transient.js';
 
 export interface RetryOptions {
   retries: number;
@@ -60,6 +65,10 @@ function withTimeout<T>(p: Promise<T>, ms: number, url: string, op: string): Pro
 export class RetryingStore implements Store {
   readonly url: string;
   private readonly opts: RetryOptions;
+  /** No attempt of any request starts before this time (the store asked to slow down). */
+  private pausedUntil = 0;
+  /** Throttled answers since the last success: the length of the shared pause grows with it. */
+  private throttledRun = 0;
 
   constructor(readonly inner: Store, opts: Partial<RetryOptions> = {}) {
     this.url = inner.url;
@@ -79,8 +88,12 @@ export class RetryingStore implements Store {
     const deadline = this.opts.now() + this.opts.deadlineMs;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await withTimeout(fn(), deadline - this.opts.now(), this.url, op);
+        await this.throttlePause(deadline);
+        const r = await withTimeout(fn(), deadline - this.opts.now(), this.url, op);
+        this.throttledRun = 0;
+        return r;
       } catch (e) {
+        if (isThrottled(e)) this.throttled();
         if (!isTransient(e)) throw e;
         onTransient?.();
         const wait = this.delay(attempt);
@@ -89,6 +102,23 @@ export class RetryingStore implements Store {
         await this.opts.sleep(wait);
       }
     }
+  }
+
+  /** Waits out a pause the store asked for (never past the call's deadline). */
+  private async throttlePause(deadline: number): Promise<void> {
+    const now = this.opts.now();
+    const until = Math.min(this.pausedUntil, deadline);
+    if (until > now) await this.opts.sleep(until - now);
+  }
+
+  private throttled(): void {
+    const pause = this.delay(this.throttledRun++);
+    this.pausedUntil = Math.max(this.pausedUntil, this.opts.now() + pause);
+  }
+
+  /** When the shared pause ends (ms since the epoch; tests and diagnostics). */
+  get pausedUntilMs(): number {
+    return this.pausedUntil;
   }
 
   has(keys: readonly string[]): Promise<Set<string>> {

@@ -61,7 +61,8 @@ export function classifyS3Error(e: unknown, url: string, bucket: string, key?: s
     return new UserError(`store ${url}: no S3 region; add ?region=... to the URL or set AWS_REGION`, ExitCode.storeUnreachable);
   }
   if (status === 429 || status === 503 || (status !== undefined && status >= 500) || THROTTLING.has(name) || TRANSIENT_NAMES.has(name)) {
-    return new TransientStoreError(url, `${name}${status ? ` (HTTP ${status})` : ''}${what}`);
+    const throttled = status === 429 || status === 503 || THROTTLING.has(name);
+    return new TransientStoreError(url, `${name}${status ? ` (HTTP ${status})` : ''}${what}`, throttled);
   }
   if (name === 'NoSuchBucket' || (status === 404 && key === undefined)) {
     return new UserError(`store ${url}: bucket '${bucket}' does not exist (create it first, or fix the URL)`, ExitCode.storeUnreachable);

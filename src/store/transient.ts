@@ -11,7 +11,8 @@ import { StoreUnavailableError } from '../util/errors.js';
 
 export class TransientStoreError extends StoreUnavailableError {
   readonly transient = true;
-  constructor(url: string, readonly detail: string) {
+  /** `throttled`: the store asked to slow down (503 SlowDown, 429): every request should back off, not just this one. */
+  constructor(url: string, readonly detail: string, readonly throttled = false) {
     super(url, detail);
     this.name = 'TransientStoreError';
   }
@@ -25,6 +26,11 @@ const TRANSIENT_CODES = new Set([
 
 export function isTransientCode(code: unknown): boolean {
   return typeof code === 'string' && TRANSIENT_CODES.has(code);
+}
+
+/** True for a store's request to slow down (retry.ts then pauses every request of the store). */
+export function isThrottled(e: unknown): boolean {
+  return e instanceof TransientStoreError && (e.throttled || /\bSlowDown\b|HTTP (503|429)/.test(e.detail));
 }
 
 /** True for failures a retry may cure. */

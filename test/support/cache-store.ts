@@ -17,6 +17,8 @@ export class CountingStore implements Store {
   readonly url = 'memory://counting';
   readonly inner = new MemoryStore();
   readonly gets = new Map<string, number>();
+  /** Every GET's key, in the order the GETs started. */
+  readonly order: string[] = [];
   /** When set, every GET throws it. */
   failWith: Error | undefined;
   /** When set, every GET waits for this promise first. */
@@ -44,6 +46,7 @@ export class CountingStore implements Store {
 
   async get(key: string): Promise<Buffer> {
     this.gets.set(key, (this.gets.get(key) ?? 0) + 1);
+    this.order.push(key);
     if (this.hang) return new Promise<Buffer>(() => undefined);
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);

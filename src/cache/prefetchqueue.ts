@@ -1,0 +1,108 @@
+/**
+ * The block cache's prefetch queue: objects to fetch in the background, first in first out, each started
+ * when a background fetch slot is free (fetchslots.ts) and skipped when it got cached or fetched by a
+ * reader meanwhile. An entry may carry waiters (`BlockCache.getInBackground`): they get the object's bytes,
+ * or the error of its fetch, or a rejection when the queue is cleared (the cache closes).
+ */
+import type { ObjectKind } from './diskfiles.js';
+import type { Release } from './fetchslots.js';
+
+interface Waiter {
+  resolve(data: Buffer): void;
+  reject(e: unknown): void;
+}
+
+interface Queued {
+  key: string;
+  kind: ObjectKind;
+  hash: string;
+  waiters: Waiter[];
+}
+
+/** What the queue needs from the cache. */
+export interface PrefetchHost {
+  /** The cache is open (a closed one starts nothing). */
+  open(): boolean;
+  /** Cached or being fetched already: nothing to start. */
+  present(kind: ObjectKind, hash: string): boolean;
+  /** A background fetch slot if one is free now. */
+  trySlot(): Release | undefined;
+  /** Fetches (and caches) the object on the slot given, which it releases. */
+  start(kind: ObjectKind, hash: string, slot: Release): Promise<Buffer>;
+  /** The object, from where it is now (memory, disk, a fetch in flight). */
+  join(kind: ObjectKind, hash: string): Promise<Buffer>;
+  /** A background fetch failed (nobody waits for it). */
+  failed(kind: ObjectKind, hash: string, e: unknown): void;
+}
+
+export class PrefetchQueue {
+  private readonly queue: Queued[] = [];
+  private readonly queued = new Map<string, Queued>();
+
+  constructor(private readonly host: PrefetchHost) {}
+
+  get length(): number {
+    return this.queue.length;
+  }
+
+  has(key: string): boolean {
+    return this.queued.has(key);
+  }
+
+  /** Queues the object (no-op if queued already). */
+  add(key: string, kind: ObjectKind, hash: string): void {
+    if (this.queued.has(key)) return;
+    const q: Queued = { key, kind, hash, waiters: [] };
+    this.queue.push(q);
+    this.queued.set(key, q);
+  }
+
+  /** Queues the object if needed and resolves with its bytes once fetched. */
+  wait(key: string, kind: ObjectKind, hash: string): Promise<Buffer> {
+    return new Promise<Buffer>((resolve, reject) => {
+      this.add(key, kind, hash);
+      this.queued.get(key)?.waiters.push({ resolve, reject });
+      this.pump();
+    });
+  }
+
+  /** Starts queued fetches while background slots are free. */
+  pump(): void {
+    while (this.host.open() && this.queue.length > 0) {
+      const next = this.queue[0];
+      if (!next) break;
+      if (this.host.present(next.kind, next.hash)) {
+        this.take();
+        // cached or already on its way: waiters join it without taking a slot
+        if (next.waiters.length > 0) settle(next.waiters, this.host.join(next.kind, next.hash));
+        continue;
+      }
+      const slot = this.host.trySlot();
+      if (!slot) break;
+      this.take();
+      const p = this.host.start(next.kind, next.hash, slot);
+      if (next.waiters.length > 0) settle(next.waiters, p);
+      p.catch((e: unknown) => this.host.failed(next.kind, next.hash, e));
+    }
+  }
+
+  /** Drops everything queued; waiters are rejected with `reason`. */
+  clear(reason: Error): void {
+    const dropped = this.queue.splice(0);
+    this.queued.clear();
+    for (const q of dropped) for (const w of q.waiters) w.reject(reason);
+  }
+
+  private take(): void {
+    const q = this.queue.shift();
+    if (q) this.queued.delete(q.key);
+  }
+}
+
+function settle(waiters: readonly Waiter[], p: Promise<Buffer>): void {
+  p.then((data) => {
+    for (const w of waiters) w.resolve(data);
+  }, (e: unknown) => {
+    for (const w of waiters) w.reject(e);
+  });
+}

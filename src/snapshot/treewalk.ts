@@ -1,0 +1,56 @@
+/**
+ * The namespace walk of a waking home (issue 11 item 2): every tree under a root, fetched breadth-first
+ * in the background, so that `find`, `git status` or a first `ls` over a store one network hop away cost
+ * O(depth) round trips instead of one per directory.
+ *
+ * Each tree is read through `fetch` (the block cache's prefetch-priority get, which bounds the requests
+ * in flight and lets a reader's lookup jump ahead of the queue or join the fetch in flight). As soon as a
+ * tree arrives its subtrees are queued, so a level's requests all go out together. A tree that fails to
+ * fetch or decode is skipped with its subtrees (the mount fetches it again on demand, and reports the
+ * error there); the walk itself never throws. `stop()` ends it early (the cache is closing).
+ */
+import { decodeTree } from './codec.js';
+
+export interface TreeWalkResult {
+  /** Trees fetched and decoded, trees skipped (fetch or decode failed), and the deepest level reached. */
+  trees: number;
+  failed: number;
+  depth: number;
+}
+
+export class TreeWalk {
+  private stopped = false;
+  private readonly seen = new Set<string>();
+  private readonly result: TreeWalkResult = { trees: 0, failed: 0, depth: 0 };
+
+  constructor(private readonly fetch: (hash: string) => Promise<Buffer>) {}
+
+  /** Walks everything under `root`; resolves when every reachable tree was visited (or the walk stopped). */
+  run(root: string): Promise<TreeWalkResult> {
+    return new Promise((resolve) => {
+      let pending = 0;
+      const visit = (hash: string, depth: number): void => {
+        if (this.stopped || this.seen.has(hash)) return;
+        this.seen.add(hash);
+        pending++;
+        this.fetch(hash).then((buf) => {
+          if (this.stopped) return;
+          const tree = decodeTree(buf, hash);
+          this.result.trees++;
+          this.result.depth = Math.max(this.result.depth, depth);
+          for (const e of tree.entries) if (e.kind === 'dir' && e.tree) visit(e.tree, depth + 1);
+        }).catch(() => {
+          this.result.failed++;
+        }).finally(() => {
+          if (--pending === 0) resolve(this.result);
+        });
+      };
+      visit(root, 0);
+      if (pending === 0) resolve(this.result);
+    });
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+}
