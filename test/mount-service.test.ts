@@ -189,4 +189,5 @@ test('logrotate with mount-helper/homefs.logrotate: the daemon reopens daemon.lo
   assert.match(old, /"msg":"mounted"/);
   assert.doesNotMatch(old, /"msg":"sealed"|log file reopened/, 'nothing written to the rotated file after SIGHUP');
   assert.equal((await h.status(mnt)).state, 'active');
+  await h.sleep(mnt);
 });

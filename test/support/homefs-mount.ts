@@ -130,6 +130,8 @@ export class TestHome {
     // `sleep` answers just before its daemon exits; the daemon's log and journal may sit on a tmpfs.
     for (const pid of daemons) {
       for (let i = 0; i < 250 && isAlive(pid); i++) await new Promise((r) => setTimeout(r, 20));
+      // A daemon that outlived its sleep and its unmount is stopped here: tests leave no server running.
+      if (isAlive(pid)) process.kill(pid, 'SIGKILL');
     }
     for (const dir of this.tmpfses.splice(0)) {
       if (spawnSync('umount', [dir], { timeout: 5000 }).status !== 0) spawnSync('umount', ['-l', dir], { timeout: 5000 });
