@@ -87,6 +87,9 @@ test('mount -t fuse.homefs and an fstab entry mount and unmount a home; quota, m
     await ok(run('sh', ['-c', `echo written through mount -t > ${join(mnt, 'note.txt')}`]), 'write');
     const metrics = await ok(homefs(['status', mnt, '--metrics']), 'status --metrics');
     assert.match(metrics, /^# TYPE homefs_seals_total counter$/m);
+    const text = await ok(homefs(['status', mnt]), 'status');
+    assert.match(text, /^state +(active|parked)$/m);
+    assert.doesNotMatch(text, /\[object Object\]/, 'nested status fields print as JSON');
     assert.match(metrics, /^process_start_time_seconds\{org="acme",home="agent1"\} [0-9]+$/m);
 
     const pid1 = daemonPid(join(work, 'state'));

@@ -48,6 +48,6 @@ export function register(program: Command): void {
         process.stdout.write(`${JSON.stringify(r)}\n`);
         return;
       }
-      for (const [k, v] of Object.entries(r)) process.stdout.write(`${k.padEnd(14)} ${v === null ? '-' : String(v)}\n`);
+      for (const [k, v] of Object.entries(r)) process.stdout.write(`${k.padEnd(14)} ${v === null ? '-' : typeof v === 'object' ? JSON.stringify(v) : String(v)}\n`);
     });
 }
