@@ -6,29 +6,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BlockCache } from '../src/cache/blockcache.js';
 import { CorruptObjectError, StoreUnavailableError } from '../src/util/errors.js';
-import { ORG, CountingStore, addBlock, deferred, withTempDir } from './support/cache-store.js';
-
-async function open(dir: string, store: CountingStore, extra: Partial<ConstructorParameters<typeof BlockCache>[0]> = {}): Promise<BlockCache> {
-  const c = new BlockCache({ dir, store, org: ORG, maxBytes: 64 * 1024 * 1024, ...extra });
-  await c.init();
-  return c;
-}
-
-async function until(cond: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
+import { CountingStore, openCache, until, addBlock, deferred, withTempDir } from './support/cache-store.js';
 
 test('concurrent readers of one block share one store GET', async () => {
   await withTempDir(async (dir) => {
     const store = new CountingStore();
     const b = await addBlock(store, 200_000);
-    const c = await open(dir, store);
+    const c = await openCache(dir, store);
     const gate = deferred();
     store.gate = gate.promise;
     const readers = [
@@ -54,7 +39,7 @@ test('a corrupt object is rejected, nothing is cached, and the next get retries 
     const bad = Buffer.from(b.data);
     bad.writeUInt8(bad.readUInt8(4095) ^ 1, 4095);
     store.inner.corrupt(b.key, bad);
-    const c = await open(dir, store);
+    const c = await openCache(dir, store);
     await assert.rejects(c.get('block', b.hash), CorruptObjectError);
     await assert.rejects(c.read(b.hash, 0, 10), CorruptObjectError);
     await c.flush();
@@ -72,7 +57,7 @@ test('a store failure propagates as the store\'s error and is not cached', async
   await withTempDir(async (dir) => {
     const store = new CountingStore();
     const b = await addBlock(store, 1000);
-    const c = await open(dir, store);
+    const c = await openCache(dir, store);
     const boom = new Error('connection reset');
     store.failWith = boom;
     await assert.rejects(c.get('block', b.hash), (e) => e === boom);
@@ -88,7 +73,7 @@ test('a hung store GET rejects with StoreUnavailableError after fetchTimeoutMs a
   await withTempDir(async (dir) => {
     const store = new CountingStore();
     const b = await addBlock(store, 1000);
-    const c = await open(dir, store, { fetchTimeoutMs: 60, fetchParallelism: 1 });
+    const c = await openCache(dir, store, { fetchTimeoutMs: 60, fetchParallelism: 1 });
     store.hang = true;
     const t0 = Date.now();
     await assert.rejects(c.get('block', b.hash), StoreUnavailableError);
@@ -104,7 +89,7 @@ test('prefetch fetches in the background, bounded, and later reads are hits', as
   await withTempDir(async (dir) => {
     const store = new CountingStore();
     const blocks = await Promise.all(Array.from({ length: 12 }, () => addBlock(store, 3000)));
-    const c = await open(dir, store, { fetchParallelism: 4, prefetchParallelism: 2 });
+    const c = await openCache(dir, store, { fetchParallelism: 4, prefetchParallelism: 2 });
     const gate = deferred();
     store.gate = gate.promise;
     c.prefetch('block', blocks.map((b) => b.hash));
@@ -132,7 +117,7 @@ test('prefetch never throws: bad hashes and store failures are counted', async (
   await withTempDir(async (dir) => {
     const store = new CountingStore();
     const b = await addBlock(store, 100);
-    const c = await open(dir, store);
+    const c = await openCache(dir, store);
     store.failWith = new Error('down');
     c.prefetch('block', ['not-a-hash', b.hash]);
     await until(() => c.stats().errors === 2, 'both errors counted');

@@ -9,27 +9,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BlockCache } from '../src/cache/blockcache.js';
 import { hashBuffer } from '../src/hash/blake3.js';
 import type { Tree, TreeEntry } from '../src/model/tree.js';
 import { encodeTree } from '../src/snapshot/codec.js';
 import { TreeWalk } from '../src/snapshot/treewalk.js';
 import { metaKey } from '../src/store/keys.js';
-import { ORG, CountingStore, addBlock, deferred, withTempDir, type Obj } from './support/cache-store.js';
-
-async function open(dir: string, store: CountingStore, extra: Partial<ConstructorParameters<typeof BlockCache>[0]> = {}): Promise<BlockCache> {
-  const c = new BlockCache({ dir, store, org: ORG, maxBytes: 64 * 1024 * 1024, ...extra });
-  await c.init();
-  return c;
-}
-
-async function until(cond: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
+import { ORG, CountingStore, openCache, until, addBlock, deferred, withTempDir, type Obj } from './support/cache-store.js';
 
 function at(objs: Obj[], i: number): Obj {
   const o = objs[i];
@@ -41,7 +26,7 @@ test('a read jumps ahead of a long prefetch queue, and joins the prefetch of its
   await withTempDir(async (dir) => {
     const store = new CountingStore();
     const blocks = await Promise.all(Array.from({ length: 1000 }, () => addBlock(store, 64)));
-    const c = await open(dir, store, { fetchParallelism: 6, prefetchParallelism: 4 });
+    const c = await openCache(dir, store, { fetchParallelism: 6, prefetchParallelism: 4 });
     const gate = deferred();
     store.gate = gate.promise;
     c.prefetch('block', blocks.map((b) => b.hash));
@@ -69,7 +54,7 @@ test('getInBackground waits behind earlier prefetches, resolves verified bytes, 
   await withTempDir(async (dir) => {
     const store = new CountingStore();
     const blocks = await Promise.all(Array.from({ length: 6 }, () => addBlock(store, 100)));
-    const c = await open(dir, store, { fetchParallelism: 2, prefetchParallelism: 1 });
+    const c = await openCache(dir, store, { fetchParallelism: 2, prefetchParallelism: 1 });
     const gate = deferred();
     store.gate = gate.promise;
     c.prefetch('block', blocks.slice(0, 3).map((b) => b.hash));
@@ -95,7 +80,7 @@ test('prefetch keeps the disk cache under its cap and never evicts the blocks of
     const pinned = await addBlock(store, 3000);
     const others = await Promise.all(Array.from({ length: 20 }, () => addBlock(store, 3000)));
     const cap = 4 * 3000;
-    const c = await open(dir, store, { maxBytes: cap, memoryBytes: 0 });
+    const c = await openCache(dir, store, { maxBytes: cap, memoryBytes: 0 });
     c.pin('block', pinned.hash); // the file is open before it is read
     assert.deepEqual(await c.read(pinned.hash, 0, 3000), pinned.data);
     await c.flush();
@@ -132,7 +117,7 @@ test('a torn cache file left by a host crash is hashed before a range of it is s
     const sub = join(dir, 'blocks', b.hash.slice(0, 2));
     await mkdir(sub, { recursive: true });
     await writeFile(join(sub, b.hash), Buffer.concat([b.data.subarray(0, 20_000), Buffer.alloc(30_000)]));
-    const c = await open(dir, store, { memoryBytes: 0 });
+    const c = await openCache(dir, store, { memoryBytes: 0 });
     assert.equal(c.has('block', b.hash), true, 'found on disk at start');
     assert.deepEqual(await c.read(b.hash, 40_000, 100), b.data.subarray(40_000, 40_100), 'the right bytes, not the torn zeros');
     assert.equal(store.getCount(b.key), 1, 'fetched again from the store');
@@ -169,7 +154,7 @@ test('the namespace walk fetches every tree once, a level\'s requests in flight 
       mids.push(await putTree(store, { entries: [dirEntry('a', own), file, dirEntry('s', shared)] }));
     }
     const root = await putTree(store, { entries: mids.map((h, i) => dirEntry(`d${String(i).padStart(2, '0')}`, h)) });
-    const c = await open(dir, store, { fetchParallelism: 80, prefetchParallelism: 64 });
+    const c = await openCache(dir, store, { fetchParallelism: 80, prefetchParallelism: 64 });
     const g1 = deferred();
     store.gate = g1.promise;
     const walk = new TreeWalk((h) => c.getInBackground('meta', h)).run(root);
@@ -191,7 +176,7 @@ test('when every cached block is pinned, a newcomer is kept in memory only: the 
   await withTempDir(async (dir) => {
     const store = new CountingStore();
     const blocks = await Promise.all(Array.from({ length: 5 }, () => addBlock(store, 1000)));
-    const c = await open(dir, store, { maxBytes: 4 * 1000 });
+    const c = await openCache(dir, store, { maxBytes: 4 * 1000 });
     for (const b of blocks) {
       c.pin('block', b.hash); // one open file holding all five
       assert.deepEqual(await c.read(b.hash, 0, 1000), b.data);

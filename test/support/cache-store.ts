@@ -6,6 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { BlockCache } from '../../src/cache/blockcache.js';
 import { hashBuffer } from '../../src/hash/blake3.js';
 import { blockKey, metaKey } from '../../src/store/keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
@@ -115,4 +116,20 @@ export function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve: () => void = () => undefined;
   const promise = new Promise<void>((r) => (resolve = r));
   return { promise, resolve };
+}
+
+/** A block cache over `store` in `dir` (64 MiB cap), initialised. */
+export async function openCache(dir: string, store: CountingStore, extra: Partial<ConstructorParameters<typeof BlockCache>[0]> = {}): Promise<BlockCache> {
+  const c = new BlockCache({ dir, store, org: ORG, maxBytes: 64 * 1024 * 1024, ...extra });
+  await c.init();
+  return c;
+}
+
+/** Resolves once `cond()` holds; throws after 5 s naming `what`. */
+export async function until(cond: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
 }
