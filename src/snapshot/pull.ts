@@ -8,6 +8,11 @@
  * symlink: files are created with O_CREAT|O_EXCL|O_NOFOLLOW, and symlinks are created last-in-place and
  * never written through; times and xattrs are set without following links.
  *
+ * Files are written as their blocks arrive (`parallelism` files at once, default 64; a one-block file with
+ * synchronous calls once its block is verified) and never fsync'd, as cp and restic restore do: the rename
+ * makes the tree appear whole to other processes, but a host crash soon after a pull can leave files of
+ * it short, as after cp. Run `sync` after the pull when the tree must survive a power loss (README).
+ *
  * Order matters for metadata: content, FIFOs, hard links, xattrs, owners (root only: chown clears
  * setuid bits, so it comes before chmod), modes, then times (files first, directories deepest first,
  * because creating an entry changes its directory's mtime, and the root last, from the snapshot's

@@ -3,9 +3,12 @@
  *
  * Four passes, each bounded: scan (readdir + lstat, excludes applied, names validated), xattrs (one
  * batched helper process), content (stream-hash every distinct file inode block by block, blocks of
- * 256 KiB and more on worker threads (hash/pool.ts), and upload only the blocks the org lacks), then trees
- * bottom-up, the snapshot, and HEAD advanced from the generation the push started from. Objects are always written before anything that references them, so a crash or a
- * lost HEAD race leaves the previous HEAD intact and the new objects as collectable orphans.
+ * 256 KiB and more on worker threads (hash/pool.ts), smaller files read whole with synchronous calls, and
+ * upload only the blocks the org lacks: up to 1 MiB with one create-only PUT, larger ones after an
+ * existence check), then trees bottom-up (each as soon as its subdirectories'), the snapshot, and HEAD
+ * advanced from the generation the push started from. Objects are always written before anything that
+ * references them, so a crash or a lost HEAD race leaves the previous HEAD intact and the new objects as
+ * collectable orphans.
  *
  * A file the parent snapshot (HEAD) holds at the same path with the same size, mtime and ctime is not read
  * again: its block list is reused (`rehash` turns this off). Everything else is hashed.
@@ -558,16 +561,19 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
 
   p.startPhase('trees');
   const dirs = [root, ...nodes.filter((n) => n.kind === 'dir')];
-  const maxDepth = dirs.reduce((m, d) => Math.max(m, d.depth), 0);
-  for (let depth = maxDepth; depth >= 0; depth--) {
-    await mapLimit(
-      dirs.filter((d) => d.depth === depth),
-      defaults.push.treeParallelism,
-      async (d) => {
-        d.tree = await objects.putTree({ entries: (d.children ?? []).filter((c) => !c.vanished).map((c) => p.entry(c)) });
-      },
-    );
-  }
+  // Each tree goes up as soon as its subdirectories' trees have (not one depth at a time: a deep home
+  // would pay one round trip per level on top of the slowest write of each level).
+  const treeSlots = new Semaphore(defaults.push.treeParallelism);
+  const writeTree = async (d: Node): Promise<void> => {
+    await Promise.all((d.children ?? []).filter((c) => c.kind === 'dir').map(writeTree));
+    const release = await treeSlots.acquire();
+    try {
+      d.tree = await objects.putTree({ entries: (d.children ?? []).filter((c) => !c.vanished).map((c) => p.entry(c)) });
+    } finally {
+      release();
+    }
+  };
+  await writeTree(root);
 
   const kept = groups.map((g) => g.find((n) => !n.vanished)).filter((n): n is Node => n !== undefined);
   const stats = {
