@@ -5,13 +5,12 @@
  * bucket, a missing key and an unreachable endpoint.
  */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import { RetryingStore } from '../src/store/retry.js';
 import { parseS3Url, S3Store } from '../src/store/s3.js';
 import { createS3Store, LeanS3Store } from '../src/store/s3lean.js';
 import { NotFoundError, StoreUnavailableError, UserError } from '../src/util/errors.js';
-import { testS3Base, testS3Url } from './support/s3.js';
+import { closedPort, testS3Base, testS3Url } from './support/s3.js';
 import { collect, storeConformance } from './support/store-conformance.js';
 
 storeConformance('s3 without the SDK (Ceph RGW)', async () => {
@@ -24,15 +23,6 @@ async function lean(url: URL, clientConfig?: ConstructorParameters<typeof S3Stor
   const loc = parseS3Url(url);
   if (loc.endpoint === undefined) throw new Error('test URL without an endpoint');
   return new LeanS3Store({ ...loc, endpoint: loc.endpoint }, clientConfig);
-}
-
-async function closedPort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const addr = srv.address();
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  if (addr === null || typeof addr === 'string') throw new Error('no port');
-  return addr.port;
 }
 
 describe('S3 requests without the SDK (Ceph RGW)', () => {
