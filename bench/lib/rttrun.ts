@@ -66,13 +66,12 @@ async function runOn(ctx: Ctx, rtts: number[], command: string, note: string | u
   const plain = `${c.bucket}/${base}/plain`;
   const loads: string[] = [];
   try {
-    if (!steps || steps.has('find') || steps.has('wake')) { // only rclone mount reads it
-      ctx.log(`storing the home as plain files for rclone (directly, untimed) under ${plain}`);
-      try {
-        await storePlain(ctx, c, root, plain);
-      } catch (e) {
-        for (const rtt of rtts) run_.s.fail(failKey('rclone', rtt, 'firstsync'), e instanceof Error ? e.message : String(e));
-      }
+    const plainNeeded = !steps || steps.has('find') || steps.has('wake'); // only rclone mount reads it
+    if (plainNeeded) ctx.log(`storing the home as plain files for rclone (directly, untimed) under ${plain}`);
+    try {
+      if (plainNeeded) await storePlain(ctx, c, root, plain);
+    } catch (e) {
+      for (const rtt of rtts) run_.s.fail(failKey('rclone', rtt, 'firstsync'), e instanceof Error ? e.message : String(e));
     }
     for (let r = 0; r < ctx.sizes.rounds; r++) {
       for (const rtt of rtts) {
