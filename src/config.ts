@@ -98,11 +98,20 @@ export const defaults = {
     treeParallelism: 64,
     /** Reads of a file that keeps changing while it is hashed, before push gives up on it. */
     readAttempts: 3,
+    /**
+     * Blocks up to this size are written with one create-only PUT (a 412 means the org has it) instead of an
+     * existence check and a PUT: a dedup hit then sends the bytes for nothing, at most this many per hit.
+     */
+    createOnlyMax: 1024 * 1024,
+    /** Files up to this size are read with synchronous calls (cheaper than 5 thread-pool round trips). */
+    syncReadMax: 256 * 1024,
   },
   /** `homefs pull` (snapshot/pull.ts): files written at once, each streamed block by block. */
   pull: {
     parallelism: 64,
   },
+  /** `homefs push` and `homefs pull` take `--parallel N` up to this. */
+  maxTransferParallelism: 1024,
   /** The block cache (cache/blockcache.ts); each can be overridden by its options. */
   cache: {
     /** Cap of the in-memory LRU in bytes (0 disables it). */

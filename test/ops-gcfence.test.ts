@@ -12,6 +12,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, mkdir, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { defaults } from '../src/config.js';
 import { hashBuffer } from '../src/hash/blake3.js';
 import { gcOrg } from '../src/ops/gc.js';
 import { verifyHomes } from '../src/ops/verify.js';
@@ -31,17 +32,20 @@ interface Setup {
   storeDir: string;
   store: FileStore;
   objects: ObjectStore;
-  /** 100 KiB (above the small-object size, so a commit asks before uploading), garbage for two days. */
+  /**
+   * Garbage for two days: 100 KiB by default (push writes it with one create-only PUT whose 412 is the
+   * dedupe hit; a seal asks first), or larger than `defaults.push.createOnlyMax` (push asks first too).
+   */
   garbage: Buffer;
   src: string;
 }
 
-async function setup(): Promise<Setup> {
+async function setup(size = 100 * 1024): Promise<Setup> {
   const work = await mkdtemp(join(tmpdir(), 'homefs-gcfence-'));
   const storeDir = join(work, 'store');
   const store = await new FileStore(storeDir).init();
   const objects = new ObjectStore(store, 'acme');
-  const garbage = randomBytes(100 * 1024);
+  const garbage = randomBytes(size);
   await objects.putBlock(hashBuffer(garbage), garbage);
   const t = new Date(Date.now() - 2 * DAY);
   const dir = join(storeDir, 'acme/blocks');
@@ -55,17 +59,22 @@ async function setup(): Promise<Setup> {
 
 const blockPath = (s: Setup): string => join(s.storeDir, blockKey('acme', hashBuffer(s.garbage)));
 
-test('gc fence: a commit whose dedupe check preceded a whole gc run re-verifies and refuses to land a snapshot with a deleted block', async () => {
-  const s = await setup();
+for (const [size, how] of [[100 * 1024, 'create-only PUT'], [defaults.push.createOnlyMax + 1, 'existence check']] as const) test(`gc fence: a push whose dedupe hit (${how}) preceded a whole gc run re-verifies and refuses to land a snapshot with a deleted block`, async () => {
+  const s = await setup(size);
   try {
     let gcResult = -1;
-    const push = pushDirectory(s.src, s.store, 'acme', 'b', {
+    const recording = new RecordingStore(s.store);
+    const push = pushDirectory(s.src, recording, 'acme', 'b', {
       xattrs: false,
       fence: { pollMs: 1 },
       // Between the dedupe check (the block exists) and HEAD, a whole gc runs and deletes the block.
       beforeCommit: async () => void (gcResult = (await gcOrg(s.store, 'acme', { graceMs: DAY, keep: 20, dryRun: false, fence: { waitMs: 0 } })).deletedObjects),
     });
     await assert.rejects(push, /ran during this push and deleted 1 blocks it deduplicated against; HEAD is unchanged/);
+    const key = blockKey('acme', hashBuffer(s.garbage));
+    const asked = recording.calls.filter((c) => c.key === key).map((c) => c.op);
+    // The dedupe hit: a create-only PUT that found the block (412), or an existence check; then the re-verification's check.
+    assert.deepEqual(asked, size <= defaults.push.createOnlyMax ? ['putIfAbsent', 'has'] : ['has', 'has']);
     assert.equal(gcResult, 1, 'the gc did delete the reused block: without the fence HEAD would reference it');
     assert.equal(existsSync(blockPath(s)), false);
     assert.equal(await readHead(s.store, 'acme', 'b'), null, 'no snapshot landed');

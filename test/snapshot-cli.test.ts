@@ -103,3 +103,46 @@ test('cli: a file store inside the pushed directory is never pushed', async () =
     await rm(work, { recursive: true, force: true });
   }
 });
+
+test('cli: pull of a snapshot with a missing block or tree fails in one line with exit 4 and leaves no destination', async () => {
+  const work = await mkdtemp(join(tmpdir(), 'homefs-cli-missing-'));
+  try {
+    const env = { HOMEFS_STORE: `file://${join(work, 'store')}` };
+    const src = join(work, 'src');
+    await mkdir(join(src, 'docs/deep'), { recursive: true });
+    await writeFile(join(src, 'docs/a.md'), 'kept\n');
+    await writeFile(join(src, 'docs/deep/lost.md'), 'lost\n');
+    assert.equal(homefs(['push', src, 'acme/miss', '--parallel', '4'], env).code, 0);
+    const { hashBuffer } = await import('../src/hash/blake3.js');
+    const { blockKey, metaKey } = await import('../src/store/keys.js');
+    const { ObjectStore } = await import('../src/snapshot/objects.js');
+    const { resolvePath } = await import('../src/snapshot/walk.js');
+    const { readHead } = await import('../src/snapshot/heads.js');
+    const { FileStore } = await import('../src/store/file.js');
+    const store = await new FileStore(join(work, 'store')).init();
+    const objects = new ObjectStore(store, 'acme');
+    const root = (await objects.getSnapshot((await readHead(store, 'acme', 'miss'))?.snapshot ?? assert.fail())).root;
+    const deep = (await resolvePath(objects, root, 'docs/deep')).tree ?? assert.fail();
+
+    const out = join(work, 'out');
+    await store.delete(blockKey('acme', hashBuffer(Buffer.from('lost\n'))));
+    const noBlock = homefs(['pull', 'acme/miss', out, '--parallel', '2'], env);
+    assert.equal(noBlock.code, 4, noBlock.stderr);
+    assert.match(noBlock.stderr, /^homefs: block [0-9a-f]{64} of docs\/deep\/lost\.md is missing from the store \(acme\/blocks\/.*\); run 'homefs verify'/);
+    assert.equal(noBlock.stderr.trim().split('\n').length, 1, noBlock.stderr);
+
+    await store.delete(metaKey('acme', deep));
+    const noTree = homefs(['pull', 'acme/miss', out], env);
+    assert.equal(noTree.code, 4, noTree.stderr);
+    assert.match(noTree.stderr, /^homefs: tree [0-9a-f]{64} of docs\/deep is missing from the store/);
+    assert.equal(noTree.stderr.trim().split('\n').length, 1, noTree.stderr);
+    const { readdirSync } = await import('node:fs');
+    assert.deepEqual(readdirSync(work).sort(), ['src', 'store'], 'neither the destination nor a temporary sibling is left');
+
+    const bad = homefs(['pull', 'acme/miss', out, '--parallel', '0'], env);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /^homefs: invalid --parallel '0': expected a whole number from 1 to 1024\n$/);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+});

@@ -5,7 +5,6 @@
  * create-if-absent probe.
  */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import { openStore } from '../src/store/open.js';
 import { assertCreateIfAbsent } from '../src/store/probe.js';
@@ -13,7 +12,7 @@ import { RetryingStore } from '../src/store/retry.js';
 import { S3Store, createS3Store, parseS3Url } from '../src/store/s3.js';
 import type { ObjectInfo, Store } from '../src/store/store.js';
 import { StoreUnavailableError, UserError } from '../src/util/errors.js';
-import { testS3Base, testS3Url } from './support/s3.js';
+import { closedPort, testS3Base, testS3Url } from './support/s3.js';
 import { collect, storeConformance } from './support/store-conformance.js';
 
 storeConformance('s3 (Ceph RGW)', async () => createS3Store(new URL(await testS3Url())));
@@ -50,15 +49,6 @@ class OverwritingStore implements Store {
   close(): Promise<void> {
     return this.inner.close();
   }
-}
-
-async function closedPort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const addr = srv.address();
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  if (addr === null || typeof addr === 'string') throw new Error('no port');
-  return addr.port;
 }
 
 describe('S3 store specifics (Ceph RGW)', () => {

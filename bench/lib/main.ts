@@ -3,12 +3,13 @@
  * summary, writes docs/benchmarks.md (its bench/run block only) and the charts in docs/bench/.
  *
  *   bench/run [--quick] [--only NAME[,NAME…]] [--work DIR] [--rounds N] [--scale X] [--note TEXT]
- *   bench/run --rtt MS[,MS…] [--own-ceph] [--work DIR] [--rounds N] [--scale X] [--note TEXT]
+ *   bench/run --rtt MS[,MS…] [--steps STEP[,STEP…]] [--own-ceph] [--work DIR] [--rounds N] [--scale X] [--note TEXT]
  * (--rounds and --scale override the preset; a run with --scale is a try-out and writes no docs; --note adds
  * TEXT, e.g. what else was running, to the notes of every scenario this run measures. --rtt runs the
  * scenarios over the test Ceph RGW behind a latency proxy instead (bench/lib/rttrun.ts), on the --quick
  * home, one round unless --rounds, and writes its own block of docs/benchmarks.md; --own-ceph starts a private
- * Ceph for the run and stops it afterwards, out of reach of other people's test runs.)
+ * Ceph for the run and stops it afterwards, out of reach of other people's test runs; --steps measures only
+ * those of push, find, pull, wake, move (push always runs: the others read what it stored).)
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,6 +21,7 @@ import { parseRtts, runRtt } from './rttrun.js';
 import { sectionMd, tableText, writeBlock, type Headline, type Scenario, type Section } from './report.js';
 import { barChartSvg } from './svg.js';
 import { SCENARIOS } from '../scenarios/index.js';
+import { RTT_STEPS, type RttStep } from '../scenarios/rtt.js';
 
 interface Stored {
   command: string;
@@ -29,7 +31,7 @@ interface Stored {
 }
 
 function usage(msg: string): never {
-  process.stderr.write(`bench/run: ${msg}\nusage: bench/run [--quick] [--only ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--work DIR] [--rounds N] [--scale X] [--note TEXT]\n       bench/run --rtt MS[,MS…] [--own-ceph] [--work DIR] [--rounds N] [--scale X] [--note TEXT]\n`);
+  process.stderr.write(`bench/run: ${msg}\nusage: bench/run [--quick] [--only ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--work DIR] [--rounds N] [--scale X] [--note TEXT]\n       bench/run --rtt MS[,MS…] [--steps ${RTT_STEPS.join('|')}[,…]] [--own-ceph] [--work DIR] [--rounds N] [--scale X] [--note TEXT]\n`);
   process.exit(2);
 }
 
@@ -60,6 +62,7 @@ async function main(): Promise<void> {
   let note: string | undefined;
   let rtts: number[] | undefined;
   let ownCeph = false;
+  let steps: Set<RttStep> | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') quick = true;
@@ -69,6 +72,12 @@ async function main(): Promise<void> {
     else if (a === '--scale') scale = Number(argv[++i]);
     else if (a === '--note') note = argv[++i] ?? usage('--note needs a text');
     else if (a === '--own-ceph') ownCeph = true;
+    else if (a === '--steps') {
+      const names = (argv[++i] ?? usage('--steps needs step names, e.g. --steps push,pull')).split(',');
+      const bad = names.filter((n) => !(RTT_STEPS as readonly string[]).includes(n));
+      if (bad.length) usage(`unknown step '${bad.join(',')}' (known: ${RTT_STEPS.join(', ')})`);
+      steps = new Set(names as RttStep[]);
+    }
     else if (a === '--rtt') {
       try {
         rtts = parseRtts(argv[++i] ?? usage('--rtt needs milliseconds, e.g. --rtt 0,20'));
@@ -85,18 +94,19 @@ async function main(): Promise<void> {
   if (process.getuid?.() !== 0) usage('must run as root (drop_caches, fusectl abort, mounts)');
   if (rtts && (quick || only)) usage('--rtt runs its own scenarios: drop --quick / --only');
   if (ownCeph && !rtts) usage('--own-ceph goes with --rtt');
+  if (steps && !rtts) usage('--steps goes with --rtt');
 
   const repo = resolve(import.meta.dirname, '../../..');
-  const tryout = scale !== undefined; // a smaller home than the preset: never published
+  const tryout = scale !== undefined || steps !== undefined; // a smaller home or a part of the run: never published
   const sizes = { ...(quick || rtts ? QUICK : FULL), ...(rtts ? { rounds: 1 } : {}), ...(rounds ? { rounds } : {}), ...(scale ? { scale } : {}) };
   mkdirSync(work, { recursive: true });
   const ctx = new Ctx(repo, work, quick, sizes);
   installCleanup();
   const command = `bench/run ${argv.filter((x, i) => x !== '--note' && argv[i - 1] !== '--note').join(' ')}`.trim(); // the note goes in the notes
   if (rtts) {
-    const md = await runRtt(ctx, rtts, command, note, ownCeph);
+    const md = await runRtt(ctx, rtts, command, note, ownCeph, steps);
     unmountAll();
-    if (tryout) process.stdout.write(`\n${md}\n--scale given: a try-out, docs/benchmarks.md left alone\n`);
+    if (tryout) process.stdout.write(`\n${md}\n--scale or --steps given: a try-out, docs/benchmarks.md left alone\n`);
     else {
       writeBlock(join(repo, 'docs', 'benchmarks.md'), md, 'bench/run --rtt');
       process.stdout.write(`\n${md}\nWrote ${join(repo, 'docs', 'benchmarks.md')} (its bench/run --rtt block)\n`);

@@ -17,7 +17,7 @@ import { rttTable, whereTimeGoes } from './rttreport.js';
 import { startCeph, stopOwnCeph, s3Urls, type CephS3 } from './s3env.js';
 import { bash, q, run } from './sh.js';
 import { Samples } from './stats.js';
-import { expectedResults, failKey, rttRound, FIND_LIMIT_MS, type RttRun } from '../scenarios/rtt.js';
+import { expectedResults, failKey, rttRound, FIND_LIMIT_MS, type RttRun, type RttStep } from '../scenarios/rtt.js';
 import { RESUME } from '../scenarios/workload.js';
 
 /** Parses `--rtt 0,20` into [0, 20]; throws on anything but non-negative integers. */
@@ -48,27 +48,28 @@ async function storePlain(ctx: Ctx, c: CephS3, root: string, dest: string): Prom
  * With `ownCeph`, the run starts a private test Ceph under <work>/ceph and stops it at the end: the shared
  * one is stopped by any test/run-all that started it, which loses every object of a running benchmark.
  */
-export async function runRtt(ctx: Ctx, rtts: number[], command: string, note: string | undefined, ownCeph = false): Promise<string> {
+export async function runRtt(ctx: Ctx, rtts: number[], command: string, note: string | undefined, ownCeph = false, steps?: ReadonlySet<RttStep>): Promise<string> {
   const ownDir = ownCeph ? join(ctx.work, 'ceph') : undefined;
   try {
-    return await runOn(ctx, rtts, command, note, await startCeph(ctx.repo, ownDir), ownCeph);
+    return await runOn(ctx, rtts, command, note, await startCeph(ctx.repo, ownDir), ownCeph, steps);
   } finally {
     if (ownDir) await stopOwnCeph(ctx.repo, ownDir);
   }
 }
 
-async function runOn(ctx: Ctx, rtts: number[], command: string, note: string | undefined, c: CephS3, ownCeph: boolean): Promise<string> {
+async function runOn(ctx: Ctx, rtts: number[], command: string, note: string | undefined, c: CephS3, ownCeph: boolean, steps?: ReadonlySet<RttStep>): Promise<string> {
   const t0 = Date.now();
   const load0 = loadavg();
   const { root, manifest } = await ctx.agent();
-  const run_: RttRun = { s: new Samples(), expected: await expectedResults(root), profiles: [] };
+  const run_: RttRun = { s: new Samples(), expected: await expectedResults(root), profiles: [], ...(steps ? { steps } : {}) };
   const base = `bench-rtt/${new Date().toISOString().replace(/[:.]/g, '-')}`;
   const plain = `${c.bucket}/${base}/plain`;
   const loads: string[] = [];
   try {
-    ctx.log(`storing the home as plain files for rclone (directly, untimed) under ${plain}`);
+    const plainNeeded = !steps || steps.has('find') || steps.has('wake'); // only rclone mount reads it
+    if (plainNeeded) ctx.log(`storing the home as plain files for rclone (directly, untimed) under ${plain}`);
     try {
-      await storePlain(ctx, c, root, plain);
+      if (plainNeeded) await storePlain(ctx, c, root, plain);
     } catch (e) {
       for (const rtt of rtts) run_.s.fail(failKey('rclone', rtt, 'firstsync'), e instanceof Error ? e.message : String(e));
     }

@@ -30,8 +30,14 @@ export interface WakeProfile {
   byOp: Record<string, number>;
 }
 
+/** The steps `--steps` can pick (`push` is the first sync, which always runs: every other step reads what it stored). */
+export const RTT_STEPS = ['push', 'find', 'pull', 'wake', 'move'] as const;
+export type RttStep = (typeof RTT_STEPS)[number];
+
 export interface RttRun {
   s: Samples; // peer key `${system}@${rtt}`
+  /** The steps to measure (bench/run --steps); all when undefined. */
+  steps?: ReadonlySet<RttStep>;
   expected: { files: number; grepLines: number };
   profiles: WakeProfile[];
 }
@@ -71,6 +77,7 @@ async function countEntries(dir: string, timeoutMs: number): Promise<{ ms: numbe
 /** One latency, one round: everything on its own prefix of the bucket, through `proxy`. */
 export async function rttRound(ctx: Ctx, c: CephS3, proxy: LatencyProxy, prefix: string, plain: string, run_: RttRun): Promise<void> {
   const { s, expected } = run_;
+  const wants = (st: RttStep): boolean => run_.steps === undefined || run_.steps.has(st);
   const rtt = proxy.delayMs;
   const { root } = await ctx.agent();
   const u = s3Urls(c, proxy.port, prefix);
@@ -88,10 +95,10 @@ export async function rttRound(ctx: Ctx, c: CephS3, proxy: LatencyProxy, prefix:
     await restic(u.restic, ['init'], { cacheDir: join(dir, 'restic-cache-backup') });
     add('restic', 'firstsync', (await restic(u.restic, ['backup', '--host', 'a', '.'], { cwd: root, cacheDir: join(dir, 'restic-cache-backup') })).ms);
   }));
-  await run(HOMEFS_BIN, ['fork', REF, FIND_REF, '--store', u.homefs], { allowFail: true }); // no fork: the find step fails on its own
+  if (wants('find')) await run(HOMEFS_BIN, ['fork', REF, FIND_REF, '--store', u.homefs], { allowFail: true }); // no fork: the find step fails on its own
 
   // find over the whole home, never mounted before
-  await step(ctx, s, 'homefs', rtt, 'find', async () => {
+  if (wants('find')) await step(ctx, s, 'homefs', rtt, 'find', async () => {
     const t0 = Date.now();
     const mnt = join(dir, 'find-mnt');
     await homefsMount({ ref: FIND_REF, mnt, store: u.homefs, state: join(dir, 'find-state'), cache: join(dir, 'find-cache') });
@@ -104,7 +111,7 @@ export async function rttRound(ctx: Ctx, c: CephS3, proxy: LatencyProxy, prefix:
       await homefsSleep(mnt);
     }
   });
-  for (const peer of ['restic mount', 'rclone mount']) {
+  for (const peer of wants('find') ? ['restic mount', 'rclone mount'] : []) {
     await step(ctx, s, peer, rtt, 'find', async () => {
       const t0 = Date.now();
       const mnt = join(dir, `find-${peer.replace(' ', '-')}`);
@@ -122,12 +129,12 @@ export async function rttRound(ctx: Ctx, c: CephS3, proxy: LatencyProxy, prefix:
   }
 
   // pull of the whole home
-  await step(ctx, s, 'homefs', rtt, 'pull', () => requestsDuring('homefs', 'pull', async () => add('homefs', 'pull', (await run(HOMEFS_BIN, ['pull', REF, join(dir, 'pulled'), '--store', u.homefs], { timeoutMs: 1_800_000 })).ms)));
-  await step(ctx, s, 'restic', rtt, 'pull', () => requestsDuring('restic', 'pull', async () => add('restic', 'pull', (await restic(u.restic, ['restore', 'latest', '--target', join(dir, 'restored')], { cacheDir: join(dir, 'restic-cache-restore') })).ms)));
+  if (wants('pull')) await step(ctx, s, 'homefs', rtt, 'pull', () => requestsDuring('homefs', 'pull', async () => add('homefs', 'pull', (await run(HOMEFS_BIN, ['pull', REF, join(dir, 'pulled'), '--store', u.homefs], { timeoutMs: 1_800_000 })).ms)));
+  if (wants('pull')) await step(ctx, s, 'restic', rtt, 'pull', () => requestsDuring('restic', 'pull', async () => add('restic', 'pull', (await restic(u.restic, ['restore', 'latest', '--target', join(dir, 'restored')], { cacheDir: join(dir, 'restic-cache-restore') })).ms)));
   await bash(`rm -rf ${q(join(dir, 'pulled'))} ${q(join(dir, 'restored'))}`);
 
   // the agent resumes on an empty host (host A), then on another empty host after A did that work
-  for (const [label, host] of [['wake', 'hostA'], ['move', 'hostB']] as const) {
+  for (const [label, host] of ([['wake', 'hostA'], ['move', 'hostB']] as const).filter(([l]) => wants(l) || (l === 'wake' && wants('move')))) {
     await step(ctx, s, 'homefs', rtt, label, async () => {
       const mnt = join(dir, `${host}-mnt`);
       const n0 = proxy.requests;
@@ -153,7 +160,7 @@ export async function rttRound(ctx: Ctx, c: CephS3, proxy: LatencyProxy, prefix:
       }
     });
   }
-  for (const peer of ['restic restore', 'restic mount', 'rclone mount']) {
+  for (const peer of wants('wake') ? ['restic restore', 'restic mount', 'rclone mount'] : []) {
     await step(ctx, s, peer, rtt, 'wake', async () => {
       const n0 = proxy.requests;
       const t0 = Date.now();

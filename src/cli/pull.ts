@@ -4,38 +4,41 @@
  * that runs over a second shows progress on stderr (util/progress.ts, as push, gc and verify do).
  */
 import type { Command } from 'commander';
+import { defaults } from '../config.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { pullSnapshot } from '../snapshot/pull.js';
 import { resolveHomeSnapshot } from '../snapshot/walk.js';
 import { parseHomeRef } from '../util/names.js';
 import { progressBar } from '../util/progress.js';
-import { addStoreOption, formatBytes, withStore } from './store-option.js';
+import { addParallelOption, addStoreOption, formatBytes, parallelOption, withStore } from './store-option.js';
 
 interface Options {
   store?: string;
   json?: boolean;
   xattrs: boolean;
   owners?: boolean;
+  parallel?: string;
 }
 
 export function register(program: Command): void {
-  addStoreOption(
+  addParallelOption(addStoreOption(
     program
       .command('pull')
       .description('materialize a snapshot of <org>/<home> (HEAD unless @<snapshot>) into a new directory')
       .argument('<home>', '<org>/<home>[@<snapshot>]')
       .argument('<dir>', 'destination (must not exist, or be an empty directory)'),
-  )
+  ), defaults.pull.parallelism)
     .option('--json', 'print the result as one JSON object')
     .option('--no-xattrs', 'do not restore extended attributes')
     .option('--no-owners', 'do not restore owners even when running as root')
     .action(async (ref: string, dir: string, opts: Options) => {
       const { org, home, snapshot } = parseHomeRef(ref);
+      const parallelism = parallelOption(opts.parallel);
       const progress = progressBar({ format: formatBytes });
       const res = await withStore(opts.store, {}, async (store) => {
         const { snapshot: id, objects } = await resolveHomeSnapshot(new ObjectStore(store, org), home, snapshot);
         return pullSnapshot(objects.store, org, id, dir, {
-          xattrs: opts.xattrs, owners: opts.owners === false ? false : undefined,
+          xattrs: opts.xattrs, owners: opts.owners === false ? false : undefined, ...(parallelism ? { parallelism } : {}),
           onProgress: (p) => progress.update('pull', p.bytes, p.bytesTotal, `${p.files}/${p.filesTotal} files`),
         });
       }).finally(() => progress.stop());

@@ -7,20 +7,21 @@
 import type { Command } from 'commander';
 import { lstat } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
-import { excludePatterns } from '../config.js';
+import { defaults, excludePatterns } from '../config.js';
 import { FileStore } from '../store/file.js';
 import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit-codes.js';
 import { progressBar, type Progress } from '../util/progress.js';
 import { pushDirectory, type PushProgress } from '../snapshot/push.js';
 import { parseHomeRef } from '../util/names.js';
-import { addStoreOption, formatBytes, withStore } from './store-option.js';
+import { addParallelOption, addStoreOption, formatBytes, parallelOption, withStore } from './store-option.js';
 
 interface Options {
   store?: string;
   json?: boolean;
   xattrs: boolean;
   rehash?: boolean;
+  parallel?: string;
 }
 
 /** Push's counters on the shared progress bar: entries while scanning, then files with bytes hashed. */
@@ -43,18 +44,19 @@ async function requireDirectory(dir: string): Promise<void> {
 }
 
 export function register(program: Command): void {
-  addStoreOption(
+  addParallelOption(addStoreOption(
     program
       .command('push')
       .description('snapshot a directory as the new HEAD of <org>/<home> (prints the snapshot id); exit 5 if paths it could not read were left out')
       .argument('<dir>', 'directory to snapshot')
       .argument('<home>', '<org>/<home>'),
-  )
+  ), defaults.push.parallelism)
     .option('--json', 'print the result as one JSON object')
     .option('--no-xattrs', 'do not read extended attributes')
     .option('--rehash', 'read and hash every file, even those unchanged since HEAD (same size, mtime, ctime)')
     .action(async (dir: string, ref: string, opts: Options) => {
       const { org, home } = parseHomeRef(ref, false);
+      const parallelism = parallelOption(opts.parallel);
       await requireDirectory(dir);
       const progress = progressBar();
       const res = await withStore(opts.store, { write: true, create: true }, (store) => {
@@ -63,7 +65,9 @@ export function register(program: Command): void {
         if (inside === '') throw new UserError(`cannot push ${dir}: it is the store itself`);
         // A file store inside the pushed directory (the default store under ~/.local/share) is never pushed.
         if (!inside.startsWith('..') && !isAbsolute(inside)) excludes.push('/' + inside.replace(/[\\*?[]/g, '\\$&') + '/');
-        return pushDirectory(dir, store, org, home, { excludes, xattrs: opts.xattrs, rehash: opts.rehash === true, onProgress: (p) => showProgress(progress, p) });
+        return pushDirectory(dir, store, org, home, {
+          excludes, xattrs: opts.xattrs, rehash: opts.rehash === true, onProgress: (p) => showProgress(progress, p), ...(parallelism ? { parallelism } : {}),
+        });
       }).finally(() => progress.stop());
       for (const u of res.unreadable) {
         process.stderr.write(`homefs: cannot read ${join(dir, u.path)}: ${u.reason}; ${u.dir ? 'its entries are' : 'it is'} left out of the snapshot\n`);

@@ -4,12 +4,28 @@
  * Only commands that write may create a missing file store; the others say that it does not exist.
  */
 import type { Command } from 'commander';
-import { defaultStoreUrl } from '../config.js';
+import { defaultStoreUrl, defaults } from '../config.js';
+import { UsageError } from '../util/errors.js';
 import { openStore, type OpenOptions } from '../store/open.js';
 import type { Store } from '../store/store.js';
 
 export function addStoreOption(cmd: Command): Command {
   return cmd.option('--store <url>', 'store URL: file:///path or s3://bucket/prefix (default: $HOMEFS_STORE, else the local data directory)');
+}
+
+/** `--parallel <n>` of push and pull: files (and so store requests) in flight at once. */
+export function addParallelOption(cmd: Command, dflt: number): Command {
+  return cmd.option('--parallel <n>', `files transferred at once, each with its store requests (default ${dflt}; more hides more store latency)`);
+}
+
+/** The value of `--parallel`, checked: undefined when not given. */
+export function parallelOption(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > defaults.maxTransferParallelism) {
+    throw new UsageError(`invalid --parallel '${value}': expected a whole number from 1 to ${defaults.maxTransferParallelism}`);
+  }
+  return n;
 }
 
 /** `access`: `write` for commands that advance HEADs, `create` for the ones that may start a new store. */

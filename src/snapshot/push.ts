@@ -3,9 +3,12 @@
  *
  * Four passes, each bounded: scan (readdir + lstat, excludes applied, names validated), xattrs (one
  * batched helper process), content (stream-hash every distinct file inode block by block, blocks of
- * 256 KiB and more on worker threads (hash/pool.ts), and upload only the blocks the org lacks), then trees
- * bottom-up, the snapshot, and HEAD advanced from the generation the push started from. Objects are always written before anything that references them, so a crash or a
- * lost HEAD race leaves the previous HEAD intact and the new objects as collectable orphans.
+ * 256 KiB and more on worker threads (hash/pool.ts), smaller files read whole with synchronous calls, and
+ * upload only the blocks the org lacks: up to 1 MiB with one create-only PUT, larger ones after an
+ * existence check), then trees bottom-up (each as soon as its subdirectories'), the snapshot, and HEAD
+ * advanced from the generation the push started from. Objects are always written before anything that
+ * references them, so a crash or a lost HEAD race leaves the previous HEAD intact and the new objects as
+ * collectable orphans.
  *
  * A file the parent snapshot (HEAD) holds at the same path with the same size, mtime and ctime is not read
  * again: its block list is reused (`rehash` turns this off). Everything else is hashed.
@@ -18,11 +21,11 @@
  * out, an unreadable directory is kept empty, and each is named in `unreadable`; the snapshot is committed
  * and the caller reports it as incomplete.
  */
-import { constants, type BigIntStats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, type BigIntStats } from 'node:fs';
 import { lstat, open, readdir, readlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { defaults } from '../config.js';
-import { blockRanges } from '../hash/blake3.js';
+import { blockRanges, hashBuffer } from '../hash/blake3.js';
 import { HashPool } from '../hash/pool.js';
 import type { Store } from '../store/store.js';
 import { mapLimit, Semaphore } from '../util/concurrency.js';
@@ -33,7 +36,7 @@ import { Excludes } from './excludes.js';
 import { commitSnapshot } from './commit.js';
 import { GcFence, reverifyReused, type EpochState, type FenceOptions } from './gcfence.js';
 import { readHead, type HeadRecord } from './heads.js';
-import { ObjectStore, ReuseLog, SMALL_OBJECT } from './objects.js';
+import { ObjectStore, ReuseLog } from './objects.js';
 import { OsHelper } from './oshelper.js';
 import type { EntryKind, TreeEntry } from '../model/tree.js';
 
@@ -280,8 +283,9 @@ class Pusher {
     let p = this.uploads.get(hash);
     if (!p) {
       p = (async () => {
-        // A small block: one create-if-absent instead of an existence check and a write (one round trip).
-        if (data.length <= SMALL_OBJECT) {
+        // Up to createOnlyMax: one create-if-absent instead of an existence check and a write (one round
+        // trip; a hit is recorded as reused, for the gc fence). Larger: ask first, not to send it for nothing.
+        if (data.length <= defaults.push.createOnlyMax) {
           if (!(await this.objects.putBlockIfAbsent(hash, data))) return;
         } else {
           if ((await this.objects.missingBlocks([hash])).size === 0) return;
@@ -300,8 +304,20 @@ class Pusher {
    * of it in memory). Returns false if the file changed while it was read (size, mtime or ctime moved).
    */
   private async readFile(node: Node): Promise<boolean> {
-    // O_NONBLOCK: a FIFO swapped in since the scan must not block the open (fstat then rejects it).
-    const fh = await open(node.abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    if (node.st.size <= BigInt(defaults.push.syncReadMax)) {
+      const small = readSmall(node);
+      if (small === false) return false;
+      if (small !== null) {
+        const hash = hashBuffer(small.data);
+        this.progress.bytesHashed += small.data.length;
+        if (small.data.length > 0) await this.ensureBlock(hash, small.data);
+        node.st = small.st;
+        node.size = small.data.length;
+        node.blocks = small.data.length > 0 ? [hash] : [];
+        return true;
+      }
+    }
+    const fh = await open(node.abs, READ_FLAGS);
     try {
       const before = await fh.stat({ bigint: true });
       if (!before.isFile()) throw new UserError(`cannot push ${node.rel}: it stopped being a regular file while pushing`);
@@ -396,6 +412,34 @@ function flatten(root: Node): Node[] {
   };
   visit(root);
   return out;
+}
+
+/** O_NONBLOCK: a FIFO swapped in since the scan must not block the open (fstat then rejects it). */
+const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/**
+ * A small file read whole with synchronous calls (open, fstat, read, fstat, close: each a few µs, where the
+ * promise API pays a thread-pool round trip for each). False if it changed while read; null if it has
+ * grown past `syncReadMax` since the scan (the caller reads it block by block).
+ */
+function readSmall(node: Node): { st: BigIntStats; data: Buffer } | false | null {
+  const fd = openSync(node.abs, READ_FLAGS);
+  try {
+    const before = fstatSync(fd, { bigint: true });
+    if (!before.isFile()) throw new UserError(`cannot push ${node.rel}: it stopped being a regular file while pushing`);
+    if (before.size > BigInt(defaults.push.syncReadMax)) return null;
+    const data = Buffer.allocUnsafe(Number(before.size));
+    for (let got = 0; got < data.length; ) {
+      const n = readSync(fd, data, got, data.length - got, got);
+      if (n === 0) return false; // shrank
+      got += n;
+    }
+    const after = fstatSync(fd, { bigint: true });
+    if (after.size !== before.size || after.mtimeNs !== before.mtimeNs || after.ctimeNs !== before.ctimeNs) return false;
+    return { st: after, data };
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Blocks at least this large wait for one of `defaults.push.bigBlocks` before they are read. */
@@ -517,16 +561,19 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
 
   p.startPhase('trees');
   const dirs = [root, ...nodes.filter((n) => n.kind === 'dir')];
-  const maxDepth = dirs.reduce((m, d) => Math.max(m, d.depth), 0);
-  for (let depth = maxDepth; depth >= 0; depth--) {
-    await mapLimit(
-      dirs.filter((d) => d.depth === depth),
-      defaults.push.treeParallelism,
-      async (d) => {
-        d.tree = await objects.putTree({ entries: (d.children ?? []).filter((c) => !c.vanished).map((c) => p.entry(c)) });
-      },
-    );
-  }
+  // Each tree goes up as soon as its subdirectories' trees have (not one depth at a time: a deep home
+  // would pay one round trip per level on top of the slowest write of each level).
+  const treeSlots = new Semaphore(defaults.push.treeParallelism);
+  const writeTree = async (d: Node): Promise<void> => {
+    await Promise.all((d.children ?? []).filter((c) => c.kind === 'dir').map(writeTree));
+    const release = await treeSlots.acquire();
+    try {
+      d.tree = await objects.putTree({ entries: (d.children ?? []).filter((c) => !c.vanished).map((c) => p.entry(c)) });
+    } finally {
+      release();
+    }
+  };
+  await writeTree(root);
 
   const kept = groups.map((g) => g.find((n) => !n.vanished)).filter((n): n is Node => n !== undefined);
   const stats = {

@@ -6,9 +6,10 @@
  */
 import { blockRanges } from '../hash/blake3.js';
 import { CorruptObjectError, NotFoundError, UserError } from '../util/errors.js';
+import { ExitCode } from '../util/exit-codes.js';
 import { liveHead, type Segment } from './homelog.js';
 import type { ObjectStore } from './objects.js';
-import type { TreeEntry } from '../model/tree.js';
+import type { Tree, TreeEntry } from '../model/tree.js';
 
 /**
  * The snapshot `org/home@snap` refers to, and the objects to read it through. Without `snap` it is the
@@ -84,15 +85,50 @@ export async function getFileBlock(objects: ObjectStore, hash: string, path: str
     return data;
   } catch (e) {
     if (e instanceof CorruptObjectError) throw new CorruptObjectError(e.key, path);
-    if (e instanceof NotFoundError) throw new UserError(`block ${hash} of ${path} is missing from the store (${e.key})`);
+    if (e instanceof NotFoundError) throw missing('block', hash, path, e.key);
     throw e;
   }
 }
 
-/** The content of a file entry, one verified block at a time. */
+/** A missing object is damage in the store (exit 4), named by what it held. */
+function missing(kind: 'block' | 'tree', hash: string, path: string, key: string): UserError {
+  return new UserError(`${kind} ${hash} of ${path || 'the root directory'} is missing from the store (${key}); run 'homefs verify' to list what else is lost`, ExitCode.damage);
+}
+
+/** The tree of directory `path` (hash `hash`); a missing one is a one-line error naming the directory. */
+export async function getDirTree(objects: ObjectStore, hash: string, path: string): Promise<Tree> {
+  try {
+    return await objects.getTree(hash);
+  } catch (e) {
+    if (e instanceof NotFoundError) throw missing('tree', hash, path, e.key);
+    throw e;
+  }
+}
+
+/**
+ * The content of a file entry of at most one block, fetched and verified (empty for an empty file);
+ * undefined for a larger file (read it with `fileContent`).
+ */
+export async function singleBlockContent(objects: ObjectStore, entry: TreeEntry, path: string): Promise<Buffer | undefined> {
+  const blocks = entry.blocks ?? [];
+  if (entry.kind !== 'file' || blocks.length > 1) return undefined;
+  return blocks[0] === undefined ? Buffer.alloc(0) : getFileBlock(objects, blocks[0], path, entry.size);
+}
+
+/** The content of a file entry, one verified block at a time, the next one fetched while this one is used. */
 export async function* fileContent(objects: ObjectStore, entry: TreeEntry, path: string): AsyncGenerator<Buffer> {
   if (entry.kind !== 'file') throw new UserError(`${path}: not a regular file (${entry.kind})`);
   const ranges = blockRanges(entry.size);
   const blocks = entry.blocks ?? [];
-  for (let i = 0; i < blocks.length; i++) yield await getFileBlock(objects, blocks[i] as string, path, ranges[i]?.[1]);
+  const fetch = (i: number): Promise<Buffer> | undefined => {
+    const p = i < blocks.length ? getFileBlock(objects, blocks[i] as string, path, ranges[i]?.[1]) : undefined;
+    p?.catch(() => undefined); // rethrown when awaited; not unhandled if the reader stops first
+    return p;
+  };
+  let next = fetch(0);
+  for (let i = 0; next !== undefined; i++) {
+    const here: Promise<Buffer> = next;
+    next = fetch(i + 1);
+    yield await here;
+  }
 }

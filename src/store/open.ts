@@ -51,7 +51,7 @@ export async function openStore(url: string, opts: OpenOptions = {}): Promise<St
     case 'memory:':
       return new MemoryStore();
     case 's3:': {
-      const s3 = (await import('./s3.js' as string)) as S3Module;
+      const s3 = (await import('./s3lean.js' as string)) as S3Module; // s3.ts's store, object requests without the SDK
       const retry = (await import('./retry.js' as string)) as RetryModule;
       const store = new retry.RetryingStore(s3.createS3Store(parsed), opts.onRetry ? { onRetry: opts.onRetry } : {});
       if (opts.write) {

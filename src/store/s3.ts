@@ -111,7 +111,7 @@ export function formatS3Url(loc: S3Location): string {
 
 export class S3Store implements Store {
   readonly url: string;
-  private readonly client: S3Client;
+  protected readonly client: S3Client;
   private readonly keyPrefix: string;
   /** Set once HeadBucket has shown the bucket exists (see `bucketExists`). */
   private bucketChecked: Promise<void> | undefined;
@@ -143,11 +143,11 @@ export class S3Store implements Store {
     this.client = new S3Client(config);
   }
 
-  private objectKey(key: string): string {
+  protected objectKey(key: string): string {
     return this.keyPrefix + validateKey(key);
   }
 
-  private fail(e: unknown, key?: string): never {
+  protected fail(e: unknown, key?: string): never {
     throw classifyS3Error(e, this.url, this.loc.bucket, key);
   }
 
@@ -157,7 +157,7 @@ export class S3Store implements Store {
    * bucket is missing (a UserError). A 403 counts as present: credentials scoped to an org's prefix
    * (docs/operations.md) may not be allowed HeadBucket, and a missing bucket would have said 404.
    */
-  private bucketExists(): Promise<void> {
+  protected bucketExists(): Promise<void> {
     if (!this.bucketChecked) {
       this.bucketChecked = this.client.send(new HeadBucketCommand({ Bucket: this.loc.bucket })).then(
         () => undefined,

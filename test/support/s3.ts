@@ -8,6 +8,7 @@
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
@@ -56,4 +57,14 @@ export async function testS3Url(): Promise<string> {
   const prefix = base.pathname.replace(/^\/+|\/+$/g, '') || 'test';
   base.pathname = `/${prefix}-${randomBytes(6).toString('hex')}`;
   return base.toString();
+}
+
+/** A loopback port nothing listens on (bound, then closed): an unreachable endpoint. */
+export async function closedPort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const addr = srv.address();
+  await new Promise<void>((resolve) => srv.close(() => resolve()));
+  if (addr === null || typeof addr === 'string') throw new Error('no port');
+  return addr.port;
 }
