@@ -300,7 +300,12 @@ export class Content {
   private async writeUpper(ino: number, c: InlineContent): Promise<void> {
     await this.upper.reset(ino);
     if (c.data.length > 0) await this.upper.write(ino, 0, c.data);
-    this.inlineBytes -= c.data.length;
+    this.dropInline(c);
+  }
+
+  /** An inline content's bytes leave memory (spilled, sealed or reclaimed). */
+  private dropInline(c: InlineContent): void {
+    this.inlineBytes = Math.max(0, this.inlineBytes - c.data.length);
   }
 
   /** fallocate mode 0 (allocate, extend size) — content stays the same, zeros appear past the end. */
@@ -381,7 +386,7 @@ export class Content {
       this.journal.update(ino, { content: sealedState(spilled(c), blocks, size) });
       return;
     }
-    if (c.state === 'inline') this.inlineBytes -= c.data.length;
+    if (c.state === 'inline') this.dropInline(c);
     this.journal.update(ino, { content: sealedState(c, blocks, size) });
   }
 
@@ -433,7 +438,7 @@ export class Content {
     if (node.kind === 'file' && node.size > 0) this.account(-node.size);
     const c = node.content;
     if (c?.state === 'inline') {
-      this.inlineBytes -= c.data.length;
+      this.dropInline(c);
       // A counter-allocated number never had an upper file while inline; a derived one may have met one.
       if (!isDerivedIno(node.ino)) return Promise.resolve();
     }
