@@ -6,7 +6,10 @@
 Each round runs every system once, in turn, so that all of them see the same minutes of a shared, loaded
 machine; the table shows medians and each system's ratio to native, with the load average. Rows:
 tar x of /usr/include (page cache dropped first), dd 512 MiB of random data + fsync, create / stat /
-delete 10,000 files from one process, 50 x (write 4 KiB + fsync). homefs runs with a file:// store on a
+delete 10,000 files from one process, 50 x (write 4 KiB + fsync); and (not in the default set: --only)
+git clone of a 20,000-file repository (--no-hardlinks), npm ci of 150 packages from a local cache
+(--offline), and a warm sequential read of 1 GiB (written, read once, then read again and timed); the
+clone and npm inputs are bench/run's tool fixtures (bench/lib/fixtures.ts), generated once. homefs runs with a file:// store on a
 tmpfs (/dev/shm) and its state directory on disk (the work directory), default flags. --homefs defaults
 to this checkout (dist/); give it again (e.g. before=/tmp/main-build) to compare builds.
 """
@@ -21,10 +24,21 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROWS = ['tar', 'dd', 'create', 'stat', 'delete', 'fsync50']
+EXTRA = ['clone', 'npmci', 'seqread']
 LABEL = {
     'tar': 'tar x of /usr/include', 'dd': 'dd 512 MiB random + fsync', 'create': 'create 10,000 files',
     'stat': 'stat 10,000 files', 'delete': 'delete 10,000 files', 'fsync50': '50 x (write 4 KiB + fsync)',
+    'clone': 'git clone, 20,000 files', 'npmci': 'npm ci, 150 packages, local cache', 'seqread': 'sequential read 1 GiB, warm',
 }
+
+
+def fixtures(work):
+    """bench/run's tool fixtures (git repository, npm project and cache), made once by bench/lib/fixtures.ts."""
+    import json
+    js = os.path.join(ROOT, 'dist', 'bench', 'lib', 'fixtures.js')
+    out = subprocess.run(['node', '-e', f"import({json.dumps(js)}).then((m) => m.fixtures({json.dumps(os.path.join(work, 'inputs'))}, 20000, 1000))"
+                          ".then((f) => console.log(JSON.stringify(f)))"], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
 
 
 def sh(*args, check=True, **kw):
@@ -46,7 +60,20 @@ def timed(fn):
     return time.perf_counter() - t0
 
 
-def workload(row, d, tarball, rand):
+def workload(row, d, tarball, rand, fx=None):
+    if row == 'clone':
+        return timed(lambda: sh('git', 'clone', '-q', '--no-hardlinks', fx['repo'], f'{d}/repo'))
+    if row == 'npmci':
+        os.makedirs(f'{d}/npm')
+        for f in ('package.json', 'package-lock.json'):
+            shutil.copy(os.path.join(fx['npmProject'], f), f'{d}/npm/{f}')
+        return timed(lambda: sh('npm', 'ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund', '--cache', fx['npmCache'],
+                                cwd=f'{d}/npm', stdout=subprocess.DEVNULL))
+    if row == 'seqread':
+        for _ in range(2):
+            sh('dd', f'if={rand}', f'of={d}/big1g', 'bs=1M', 'oflag=append', 'conv=notrunc', 'status=none')
+        sh('dd', f'if={d}/big1g', 'of=/dev/null', 'bs=1M', 'status=none')
+        return timed(lambda: sh('dd', f'if={d}/big1g', 'of=/dev/null', 'bs=1M', 'status=none'))
     if row == 'tar':
         drop_caches()
         return timed(lambda: sh('tar', 'xf', tarball, '-C', d))
@@ -151,7 +178,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--rounds', type=int, default=3)
     ap.add_argument('--homefs', action='append', default=[], help='NAME=DIR of a built homefs checkout')
-    ap.add_argument('--only', help='comma-separated rows: ' + ','.join(ROWS))
+    ap.add_argument('--only', help='comma-separated rows: ' + ','.join(ROWS + EXTRA))
     ap.add_argument('--work', default='/var/tmp/wp-bench')
     a = ap.parse_args()
     rows = a.only.split(',') if a.only else ROWS
@@ -159,6 +186,7 @@ def main():
         rows = ['create'] + rows  # stat and delete work on the files create made
     builds = [h.split('=', 1) for h in a.homefs] or [['homefs', ROOT]]
     os.makedirs(a.work, exist_ok=True)
+    fx = fixtures(a.work) if {'clone', 'npmci'} & set(rows) else None
     tarball, rand = os.path.join(a.work, 'usr-include.tar'), '/dev/shm/wp-bench-random'
     if not os.path.exists(tarball):
         with tarfile.open(tarball, 'w') as t:
@@ -176,7 +204,7 @@ def main():
                 s.start()
                 try:
                     for r in rows:
-                        times[(s.name, r)].append(workload(r, s.dir, tarball, rand))
+                        times[(s.name, r)].append(workload(r, s.dir, tarball, rand, fx))
                         print(f'round {rnd + 1} {s.name:8} {r:8} {fmt(times[(s.name, r)][-1])}', file=sys.stderr, flush=True)
                 finally:
                     s.stop()

@@ -321,6 +321,66 @@ def _(t):
     eq(p.returncode, 0, f'homefs verify {home} after recovery: {p.stderr.decode().strip()[-300:]}')
 
 
+_SMALL_WRITER = '''
+import os, sys, random
+mnt, log = sys.argv[1], sys.argv[2]
+os.makedirs(os.path.join(mnt, 'small'), exist_ok=True)
+with open(log, 'a', buffering=1) as out:
+    for i in range(100000):
+        name = f'small/f{i}'
+        try:
+            fd = os.open(os.path.join(mnt, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.write(fd, random.Random(name).randbytes(1 + i * 37 % 4000))
+            os.close(fd)
+            fd = os.open(os.path.join(mnt, 'small/log'), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            os.write(fd, b'%d\\n' % i)  # grows by a few bytes per round: stays far below the inline limit
+            os.close(fd)
+        except OSError:
+            break
+        out.write(name + '\\n')  # close() returned: every request for this round was answered
+'''
+
+
+@check('crash.kill9_small_inline_files_survive', needs=('homefs',), timeout=240)
+def _(t):
+    """Small new files are held in the journal, with no upper file (issue 13): a writer creates, writes
+    and closes small files one after the other, and appends a line to a small log file after each;
+    kill -9 of the daemon while it runs. No upper file exists for any of them (their bytes were only in
+    the journal), and after a remount on the same state dir every file whose close returned is complete,
+    and the log holds every line appended before the kill, in order."""
+    env = t.env
+    home = 'fstests/crash-small'
+    cache, state, mnt = env.fresh_dirs('crash-small')
+    env.mount(home, mnt, cache, state)
+    log = os.path.join(os.path.dirname(state), 'small-replied.log')
+    w = subprocess.Popen(['python3', '-c', _SMALL_WRITER, mnt, log], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    end = time.monotonic() + 60
+    while time.monotonic() < end and (not os.path.exists(log) or os.path.getsize(log) < 4000):
+        time.sleep(0.05)
+    env.kill9(mnt)
+    w.wait(60)
+    env.unmount(mnt)
+    with open(log) as f:
+        replied = [line.strip() for line in f if line.strip()]
+    true(len(replied) >= 300, f'only {len(replied)} files were written before the kill')
+    upper = os.path.join(state, 'upper')
+    left = os.listdir(upper) if os.path.isdir(upper) else []
+    eq(left, [], 'upper files of small files (their bytes belong in the journal)')
+    env.mount(home, mnt, cache, state)
+    try:
+        for n in replied:
+            i = int(n.rsplit('f', 1)[1])
+            if read(os.path.join(mnt, n)) != random.Random(n).randbytes(1 + i * 37 % 4000):
+                raise AssertionError(f'{n}: content differs after the kill and remount')
+        lines = read(os.path.join(mnt, 'small', 'log')).decode().split('\n')
+        want = [str(i) for i in range(len(replied))]
+        eq(lines[:len(want)], want, 'the small log file lost appended lines that were replied to')
+    finally:
+        env.sleep(mnt)
+    p = env.verify(home)
+    eq(p.returncode, 0, f'homefs verify {home} after recovery: {p.stderr.decode().strip()[-300:]}')
+
+
 def _atomic_replace(t, step, variant):
     """The atomic-replace pattern (write tmp, fsync it, rename over, fsync the directory), killed -9
     (tmp is named conf.new: `*.tmp` is in the default excludes, kept out of snapshots by design)

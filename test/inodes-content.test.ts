@@ -2,22 +2,24 @@
  * The content layer's seal-side transitions on a real journal and upper directory: a large file copies up
  * and seals only the block it changed, and a block a gc deleted after the seal deduplicated against it is
  * restored from the upper file, or, when the file changed there since, only that block is sealed again
- * (the untouched blocks still come from the store, never from the sparse upper file's holes).
+ * (the untouched blocks still come from the store, never from the sparse upper file's holes). A new file
+ * that stays small holds its bytes in its journal record, with no upper file, until it outgrows the
+ * inline limit or is sealed.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BLOCK_SIZE, hashBuffer } from '../src/hash/blake3.js';
-import { Content, type BlockReader } from '../src/inodes/content.js';
+import { Content, INLINE_MAX, type BlockReader } from '../src/inodes/content.js';
 import { cleanContent } from '../src/inodes/filestate.js';
 import { Journal } from '../src/inodes/journal.js';
 import { UpperFiles } from '../src/inodes/upper.js';
 
 const FILE = 2;
 
-async function withFile(fn: (c: Content, j: Journal, sealed: string[]) => Promise<void>): Promise<void> {
+async function withFile(fn: (c: Content, j: Journal, sealed: string[], dir: string) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'homefs-content-'));
   const blocks = new Map<string, Buffer>();
   const sealed = [1, 2, 3].map((fill) => {
@@ -37,7 +39,7 @@ async function withFile(fn: (c: Content, j: Journal, sealed: string[]) => Promis
     const t = 1n;
     j.put({ ino: FILE, kind: 'file', mode: 0o644, uid: 0, gid: 0, size: 3 * BLOCK_SIZE, atimeNs: t, mtimeNs: t, ctimeNs: t, nlink: 1, parents: [1], content: cleanContent(sealed, 3 * BLOCK_SIZE) });
     const c = new Content(j, new UpperFiles(join(dir, 'upper')), reader, { readaheadBlocks: 0, quotaBytes: 0 });
-    await fn(c, j, sealed);
+    await fn(c, j, sealed, dir);
   } finally {
     await j.close();
     rmSync(dir, { recursive: true, force: true });
@@ -95,5 +97,78 @@ test('when the file changed there since, only that block is sealed again, the re
     const again = await sealNow(c);
     assert.deepEqual(again.blocks, [sealed[0], first.blocks[1], sealed[2]], 'untouched blocks keep their store hashes');
     assert.equal(again.handed.length, 1);
+  });
+});
+
+const NEW = 3;
+
+/** `withFile`, plus a new empty file NEW (as create makes it) and the path its upper file would have. */
+async function withNewFile(fn: (c: Content, j: Journal, upperPath: string, dir: string) => Promise<void>): Promise<void> {
+  await withFile(async (c, j, _sealed, dir) => {
+    const t = 1n;
+    j.put({ ino: NEW, kind: 'file', mode: 0o644, uid: 0, gid: 0, size: 0, atimeNs: t, mtimeNs: t, ctimeNs: t, nlink: 1, parents: [1], content: cleanContent([], 0) });
+    await fn(c, j, join(dir, 'upper', String(NEW)), dir);
+  });
+}
+
+test('a small new file is held inline in its journal record, with no upper file, and reads back', async () => {
+  await withNewFile(async (c, j, upperPath, dir) => {
+    await c.write(NEW, 0, Buffer.from('hello world'));
+    await c.truncate(NEW, 20);
+    await c.write(NEW, 5, Buffer.from('_'));
+    assert.equal(j.get(NEW)?.content?.state, 'inline');
+    assert.equal(j.get(NEW)?.size, 20);
+    assert.equal(existsSync(upperPath), false, 'no upper file');
+    assert.deepEqual(await c.read(NEW, 0, 100), Buffer.concat([Buffer.from('hello_world'), Buffer.alloc(9)]));
+    // The bytes are in the committed record: a fresh journal on the same directory reads them.
+    j.commit();
+    const again = new Journal(join(dir, 'journal'));
+    try {
+      const rec = again.get(NEW)?.content;
+      assert.equal(rec?.state, 'inline');
+      assert.deepEqual(Buffer.from(rec?.state === 'inline' ? rec.data : []).subarray(0, 11).toString(), 'hello_world');
+    } finally {
+      await again.close();
+    }
+  });
+});
+
+test('an inline file that grows past the limit spills into an upper file with every byte', async () => {
+  await withNewFile(async (c, j, upperPath) => {
+    await c.write(NEW, 0, Buffer.from('head'));
+    const tail = Buffer.alloc(INLINE_MAX, 7);
+    await c.write(NEW, 10, tail);
+    assert.equal(j.get(NEW)?.content?.state, 'dirty');
+    const want = Buffer.concat([Buffer.from('head'), Buffer.alloc(6), tail]);
+    assert.deepEqual(readFileSync(upperPath), want);
+    assert.deepEqual(await c.read(NEW, 0, want.length + 10), want);
+  });
+});
+
+test('sealing an inline file hands over its bytes, then keeps them in an upper file (an empty one: clean)', async () => {
+  await withNewFile(async (c, j, upperPath) => {
+    await c.write(NEW, 0, Buffer.from('small'));
+    const handed: Buffer[] = [];
+    const r = await c.sealFile(NEW, async (_b, data) => {
+      handed.push(data);
+      return hashBuffer(data);
+    });
+    assert.deepEqual(handed.map(String), ['small']);
+    assert.deepEqual(r.blocks, [hashBuffer(Buffer.from('small'))]);
+    assert.equal(j.get(NEW)?.content?.state, 'copied');
+    assert.equal(readFileSync(upperPath, 'utf8'), 'small');
+    assert.equal(String(await c.read(NEW, 0, 10)), 'small');
+    await c.truncate(NEW, 0);
+    await c.sealFile(NEW, async (_b, data) => hashBuffer(data));
+    assert.equal(j.get(NEW)?.content?.state, 'copied', 'a file that had an upper file keeps it');
+  });
+  await withNewFile(async (c, j, upperPath) => {
+    await c.truncate(NEW, 1);
+    await c.truncate(NEW, 0);
+    assert.equal(j.get(NEW)?.content?.state, 'inline');
+    const r = await c.sealFile(NEW, async () => assert.fail('an empty file has no block'));
+    assert.deepEqual(r.blocks, []);
+    assert.equal(j.get(NEW)?.content?.state, 'clean');
+    assert.equal(existsSync(upperPath), false);
   });
 });

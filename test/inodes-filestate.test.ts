@@ -1,6 +1,6 @@
 /**
  * The file content state machine (inodes/filestate.ts): which blocks a write or truncate marks dirty and
- * local, what a seal reuses, the illegal "seal a clean file" transition, and a journal written by the
+ * local, what a seal reuses, the illegal "seal a clean file" transition, a small new file held inline, and a journal written by the
  * previous version (separate blocks/sealedSize/local/dirty fields) opening as the same states.
  */
 import { test } from 'node:test';
@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BLOCK_SIZE } from '../src/hash/blake3.js';
 import {
-  changed, cleanContent, ContentStateError, copiedUp, emptyContent, isLocal, sealPlan, sealed, type DirtyContent,
+  canInline, changed, cleanContent, ContentStateError, copiedUp, emptyContent, hasUpper, inlined, isLocal, sealPlan, sealed,
+  spilled, type DirtyContent,
 } from '../src/inodes/filestate.js';
 import { Journal } from '../src/inodes/journal.js';
 import type { Inode } from '../src/inodes/types.js';
@@ -80,4 +81,20 @@ test('a journal written with the earlier content fields opens as the same states
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('only a file with nothing sealed holds its bytes inline; it spills to an upper file whole before any upper-file change', () => {
+  assert.equal(canInline(emptyContent()), true);
+  assert.equal(canInline(cleanContent([h('a')], 100)), false, 'a sealed file copies up instead');
+  assert.throws(() => inlined(cleanContent([h('a')], 100), Buffer.from('x')), ContentStateError);
+  const c = inlined(emptyContent(), Buffer.from('abc'));
+  assert.deepEqual([c.state, hasUpper(c), isLocal(c, 0)], ['inline', false, false]);
+  assert.deepEqual(sealPlan(c, 3), [{ index: 0, offset: 0, length: 3 }]);
+  assert.throws(() => changed(c, 0, 1, 3), ContentStateError, 'an upper-file change needs the spill first');
+  assert.throws(() => copiedUp(c, 'all'), ContentStateError);
+  assert.throws(() => sealed(c, [h('b')], 3), ContentStateError, 'sealed bytes are not kept inline');
+  assert.deepEqual(sealed(inlined(emptyContent(), Buffer.alloc(0)), [], 0), emptyContent(), 'an empty file seals clean');
+  const d = spilled(c);
+  assert.deepEqual([d.state, d.local, d.dirty], ['dirty', 'all', 'all']);
+  assert.deepEqual(sealed(d, [h('b')], 3), { state: 'copied', sealed: { blocks: [h('b')], size: 3 }, local: 'all' });
 });

@@ -109,7 +109,7 @@ export class FuseAdapter {
     this.hooks.activity(op);
     const attempt = (tries: number): void => {
       try {
-        const pending = this.view.ensureLoaded(ino);
+        const pending = ino === 0 ? undefined : this.view.ensureLoaded(ino);
         if (pending) {
           this.whenLoaded(req, op, pending, () => attempt(tries));
           return;
@@ -167,7 +167,8 @@ export class FuseAdapter {
         }
         this.replyEntry(req, node);
       }),
-      forget: (ino, n) => this.view.forget(ino, n),
+      // No reply: what a forget changes (an unlinked file's record removed) joins the next batch.
+      forget: (ino, n) => this.view.journal.deferred(() => this.view.forget(ino, n)),
       getattr: (req, ino) => this.run(req, 'getattr', 0, () => this.s.attr(req, attrOf(this.view.get(ino)), this.t.attr)),
       setattr: (req, ino, set, fh) => this.run(req, 'setattr', 0, () => this.setattr(req, ino, set, fh)),
       readlink: (req, ino) => this.run(req, 'readlink', 0, () => {

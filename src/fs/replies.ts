@@ -40,8 +40,9 @@ export class CommittedReplies implements Session {
 
   /** Sends now when nothing is queued (and nothing held before it), else after the next commit. */
   private reply(req: Req, send: () => void): void {
-    if (this.held.length === 0 && !this.journal.pending) send();
-    else this.held.push({ req, send });
+    if (this.held.length === 0 && !this.journal.pending) return send();
+    this.held.push({ req, send });
+    this.journal.commitSoon(); // the queued changes may be deferred ones (Journal.deferred)
   }
 
   /** Commits what is queued, which sends every held reply. */

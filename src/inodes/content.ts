@@ -8,15 +8,20 @@
  * its state machine (filestate.ts) and journals the new state; `usedBytes` (the quota's count) is kept
  * here, in the same journal transaction as each size change.
  *
+ * A new file that stays small (≤ INLINE_MAX) holds its bytes in its journal record instead of an upper
+ * file (filestate.ts, `inline`): creating, writing and deleting it then cost no file-system calls, and its
+ * bytes are as durable as the record (committed before the reply). It spills into an upper file when it
+ * grows past the limit, when the inline bytes of the mount pass INLINE_TOTAL_MAX (memory), or at the seal.
+ *
  * All changes to one inode's content are serialized (copy-up must never race a write into the same block).
  */
 import { BLOCK_SIZE, SINGLE_BLOCK_MAX, blockStride } from '../hash/blake3.js';
 import { E, fsErr, nowNs } from './errors.js';
 import {
-  allLocal, changed, copiedUp, emptyContent, hasUpper, isLocal, localBlocks, sealPlan, sealed as sealedState,
-  type FileContent, type SealBlock, type SealedBlocks,
+  allLocal, canInline, changed, copiedUp, emptyContent, hasUpper, inlined, isLocal, localBlocks, sealPlan,
+  sealed as sealedState, spilled, type FileContent, type InlineContent, type SealBlock, type SealedBlocks,
 } from './filestate.js';
-import type { Journal } from './journal.js';
+import { isDerivedIno, type Journal } from './journal.js';
 import type { Inode } from './types.js';
 import type { UpperFiles } from './upper.js';
 import { MAX_FILE_BYTES } from '../config.js';
@@ -24,6 +29,11 @@ import type { NeighbourPrefetch } from './neighbours.js';
 
 /** Blocks of one file in flight at once during a seal's capture (each up to 4 MiB in memory). */
 const SEAL_WINDOW = 4;
+
+/** A new file up to this size holds its bytes in its journal record (measured: docs/decisions.md). */
+export const INLINE_MAX = 8 * 1024;
+/** Inline bytes this process holds at most (in memory, in the journal's records); past it, files spill. */
+const INLINE_TOTAL_MAX = 64 * 1024 * 1024;
 
 /** Journal meta key of the home's file byte count. */
 const USED_BYTES = 'usedBytes';
@@ -60,6 +70,8 @@ export interface ContentOptions {
 export class Content {
   private readonly locks = new Map<number, Promise<unknown>>();
   private readonly lastRead = new Map<number, number>();
+  /** Bytes held inline by files this process made inline (an estimate: files inlined before a restart are not counted). */
+  private inlineBytes = 0;
   usedBytes = 0;
 
   constructor(
@@ -87,6 +99,7 @@ export class Content {
     if (offset >= node.size || length <= 0) return Buffer.alloc(0);
     const c = contentOf(node);
     const end = Math.min(node.size, offset + length);
+    if (c.state === 'inline') return Buffer.from(c.data.buffer, c.data.byteOffset + offset, end - offset);
     if (allLocal(c)) return this.upper.read(ino, offset, end - offset);
     const sealed = c.sealed.size;
     const stride = blockStride(sealed);
@@ -206,6 +219,14 @@ export class Content {
       const end = offset + data.length;
       if (end > MAX_FILE_BYTES) throw fsErr(E.EFBIG);
       this.checkQuota(end - node.size);
+      const size0 = Math.max(node.size, end);
+      if (this.keepsInline(node, size0)) {
+        const bytes = resized(node, size0);
+        bytes.set(data, offset);
+        this.setInline(node, bytes, times);
+        return data.length;
+      }
+      node = await this.spill(node);
       // Bytes between the old end and `offset` become a hole; the old last block changes too.
       node = await this.makeLocal(node, Math.min(offset, node.size > 0 ? node.size - 1 : 0), Math.min(end, contentOf(node).sealed.size));
       await this.upper.write(ino, offset, data);
@@ -231,6 +252,8 @@ export class Content {
       if (size > MAX_FILE_BYTES) throw fsErr(E.EFBIG);
       if (size === old) return this.journal.update(ino, times(node));
       this.checkQuota(size - old);
+      if (this.keepsInline(node, size)) return this.setInline(node, resized(node, size), times);
+      node = await this.spill(node);
       const low = Math.min(old, size);
       if (size <= SINGLE_BLOCK_MAX) node = await this.makeLocal(node, 0, contentOf(node).sealed.size);
       else if (low > 0) node = await this.makeLocal(node, low - 1, low);
@@ -244,6 +267,45 @@ export class Content {
       });
       return next;
     });
+  }
+
+  /** Whether file `node` keeps (or starts) holding its bytes inline at `size` bytes. */
+  private keepsInline(node: Inode, size: number): boolean {
+    const c = contentOf(node);
+    if (!canInline(c) || size > INLINE_MAX) return false;
+    return this.inlineBytes + size - inlineLength(c) <= INLINE_TOTAL_MAX;
+  }
+
+  /** Records `bytes` as the inline content (and size) of file `node`. */
+  private setInline(node: Inode, bytes: Buffer, times: (cur: Inode) => { mtimeNs: bigint; ctimeNs: bigint }): Inode {
+    const c = contentOf(node);
+    this.inlineBytes += bytes.length - inlineLength(c);
+    return this.journal.txn(() => {
+      this.account(bytes.length - node.size);
+      const n = this.journal.update(node.ino, { size: bytes.length, ...times(this.journal.get(node.ino) ?? node), content: inlined(c, bytes) });
+      this.journal.markChanged(node.ino);
+      return n;
+    });
+  }
+
+  /** Moves an inline file's bytes into a new upper file (it is about to outgrow the inline limit). */
+  private async spill(node: Inode): Promise<Inode> {
+    const c = contentOf(node);
+    if (c.state !== 'inline') return node;
+    await this.writeUpper(node.ino, c);
+    return this.journal.update(node.ino, { content: spilled(c) });
+  }
+
+  /** Writes an inline file's bytes as its upper file (emptying one a derived inode number may have left). */
+  private async writeUpper(ino: number, c: InlineContent): Promise<void> {
+    await this.upper.reset(ino);
+    if (c.data.length > 0) await this.upper.write(ino, 0, c.data);
+    this.dropInline(c);
+  }
+
+  /** An inline content's bytes leave memory (spilled, sealed or reclaimed). */
+  private dropInline(c: InlineContent): void {
+    this.inlineBytes = Math.max(0, this.inlineBytes - c.data.length);
   }
 
   /** fallocate mode 0 (allocate, extend size) — content stays the same, zeros appear past the end. */
@@ -279,7 +341,7 @@ export class Content {
       const node = this.journal.get(ino);
       if (!node) throw new Error(`seal: file inode ${ino} vanished`);
       const c = contentOf(node);
-      if (c.state !== 'dirty') return { ...c.sealed, captured: false };
+      if (c.state !== 'dirty' && c.state !== 'inline') return { ...c.sealed, captured: false };
       // Blocks are read, hashed and uploaded SEAL_WINDOW at a time (a large file's capture streams
       // instead of waiting for each block's upload before reading the next); the list keeps file order.
       const plan = sealPlan(c, node.size);
@@ -290,7 +352,9 @@ export class Content {
           const i = next++;
           const b = plan[i] as SealBlock;
           try {
-            blocks[i] = b.reuse ?? (await store(b, await this.upper.read(ino, b.offset, b.length)));
+            // An inline file's bytes are copied: `store` may hand its buffer to a worker thread.
+            const bytes = c.state === 'inline' ? Buffer.from(c.data.subarray(b.offset, b.offset + b.length)) : undefined;
+            blocks[i] = b.reuse ?? (await store(b, bytes ?? (await this.upper.read(ino, b.offset, b.length))));
           } catch (e) {
             next = plan.length; // the others stop after their current block; the lock is held until then
             throw e;
@@ -302,9 +366,28 @@ export class Content {
       hooks.captured?.({ blocks, size: node.size });
       await hooks.landed?.();
       // A log segment (record: false) leaves the file dirty: the next seal captures it again.
-      if (hooks.record !== false) this.journal.update(ino, { content: sealedState(c, blocks, node.size) });
+      if (hooks.record !== false) await this.recordSealed(ino, c, blocks, node.size);
       return { blocks, size: node.size, captured: true };
     });
+  }
+
+  /**
+   * Records file `ino` as sealed. An inline file's bytes move to an upper file first (sealed bytes are not
+   * kept in memory); if that fails (a full disk), the file stays inline and unsealed, and the next seal
+   * captures it again.
+   */
+  private async recordSealed(ino: number, c: FileContent, blocks: string[], size: number): Promise<void> {
+    if (c.state === 'inline' && size > 0) {
+      try {
+        await this.writeUpper(ino, c);
+      } catch {
+        return;
+      }
+      this.journal.update(ino, { content: sealedState(spilled(c), blocks, size) });
+      return;
+    }
+    if (c.state === 'inline') this.dropInline(c);
+    this.journal.update(ino, { content: sealedState(c, blocks, size) });
   }
 
   /**
@@ -353,6 +436,12 @@ export class Content {
   reclaim(node: Inode): Promise<void> {
     this.lastRead.delete(node.ino);
     if (node.kind === 'file' && node.size > 0) this.account(-node.size);
+    const c = node.content;
+    if (c?.state === 'inline') {
+      this.dropInline(c);
+      // A counter-allocated number never had an upper file while inline; a derived one may have met one.
+      if (!isDerivedIno(node.ino)) return Promise.resolve();
+    }
     return this.upper.remove(node.ino);
   }
 
@@ -360,6 +449,19 @@ export class Content {
   static seedUsedBytes(journal: Journal): number {
     return journal.getMeta<number>(USED_BYTES) ?? journal.getMeta<{ bytes: number }>('stats')?.bytes ?? 0;
   }
+}
+
+/** The bytes an inline content holds (0 for any other state). */
+function inlineLength(c: FileContent): number {
+  return c.state === 'inline' ? c.data.length : 0;
+}
+
+/** A new buffer of `size` bytes holding the start of inline (or empty) file `node`, zeros after it. */
+function resized(node: Inode, size: number): Buffer {
+  const c = contentOf(node);
+  const out = Buffer.alloc(size);
+  if (c.state === 'inline') out.set(c.data.subarray(0, Math.min(size, c.data.length)));
+  return out;
 }
 
 /** A file's content state; an inode without one is not a regular file. */

@@ -20,9 +20,12 @@
  * `state` end in `unreachable`, so the compiler lists every place that must handle a new one):
  *  - `logged` (per-home log, issue 12): dirty bytes of which some ranges are durable in a log segment but
  *    not yet sealed: the `dirty` fields plus the logged ranges and their segment; a seal absorbs both.
- *  - `inline` (small-file write path, issue 13): a small new file whose bytes are held in the journal
- *    record itself, with no upper file: `{ state: 'inline'; data }`; it becomes `dirty` when it grows
- *    past the inline limit, and `copied` or `clean` when sealed.
+ *
+ *  - `inline` (small-file write path, issue 13): a new or emptied file (nothing sealed, no upper file)
+ *    that stays small holds its bytes in its journal record, `data`, and has no upper file: creating,
+ *    writing and deleting it cost no file-system calls. It is always unsealed. It becomes `dirty` (its
+ *    bytes `spilled` into a new upper file) when it grows past the inline limit, and `copied` (the same,
+ *    at the seal; `clean` if empty) when sealed, so sealed bytes never stay in memory.
  */
 import { BLOCK_SIZE, SINGLE_BLOCK_MAX, blockRanges } from '../hash/blake3.js';
 
@@ -53,7 +56,14 @@ export interface DirtyContent {
   dirty: BlockSet;
 }
 
-export type FileContent = CleanContent | CopiedContent | DirtyContent;
+export interface InlineContent {
+  state: 'inline';
+  sealed: SealedBlocks;
+  /** The whole file (its length is the file's size). Never changed in place: a change makes a new one. */
+  data: Uint8Array;
+}
+
+export type FileContent = CleanContent | CopiedContent | DirtyContent | InlineContent;
 
 /** A transition that the state machine does not allow: a bug in the caller, never a user error. */
 export class ContentStateError extends Error {
@@ -95,22 +105,39 @@ function union(a: BlockSet, b: BlockSet): BlockSet {
 
 /** Whether block `i` is read from the upper file. */
 export function isLocal(c: FileContent, i: number): boolean {
-  return c.state !== 'clean' && inSet(c.local, i);
+  return hasUpper(c) && inSet(c.local, i);
 }
 
 /** The whole file is in the upper file. */
 export function allLocal(c: FileContent): boolean {
-  return c.state !== 'clean' && c.local === 'all';
+  return hasUpper(c) && c.local === 'all';
 }
 
 /** The file has an upper file. */
-export function hasUpper(c: FileContent): boolean {
-  return c.state !== 'clean';
+export function hasUpper(c: FileContent): c is CopiedContent | DirtyContent {
+  return c.state === 'copied' || c.state === 'dirty';
 }
 
-/** The local block indices, [] for a clean file. */
+/** The local block indices, [] for a clean or inline file. */
 export function localBlocks(c: FileContent): BlockSet {
-  return c.state === 'clean' ? [] : c.local;
+  return hasUpper(c) ? c.local : [];
+}
+
+/** A file that may hold its bytes inline: an inline one, or a clean one with nothing sealed (new or emptied). */
+export function canInline(c: FileContent): boolean {
+  return c.state === 'inline' || (c.state === 'clean' && c.sealed.size === 0);
+}
+
+/** The file's bytes are now `data`, held inline. */
+export function inlined(c: FileContent, data: Uint8Array): InlineContent {
+  if (!canInline(c)) throw new ContentStateError(c.state, 'held inline');
+  return { state: 'inline', sealed: c.sealed, data };
+}
+
+/** After an inline file's bytes were written into a new upper file: all local, all dirty. */
+export function spilled(c: FileContent): DirtyContent {
+  if (c.state !== 'inline') throw new ContentStateError(c.state, 'spilled');
+  return { state: 'dirty', sealed: c.sealed, local: 'all', dirty: 'all' };
 }
 
 /** After copying blocks `added` of the sealed content into the upper file. */
@@ -122,6 +149,8 @@ export function copiedUp(c: FileContent, added: BlockSet): FileContent {
       return { ...c, local: union(c.local, added) };
     case 'dirty':
       return { ...c, local: union(c.local, added) };
+    case 'inline':
+      throw new ContentStateError(c.state, 'copied up (it has no sealed bytes)');
     default:
       return unreachable(c);
   }
@@ -133,6 +162,7 @@ export function copiedUp(c: FileContent, added: BlockSet): FileContent {
  * A file that is or was small (one block) is dirty as a whole: it is sealed as one block anyway.
  */
 export function changed(c: FileContent, from: number, to: number, size: number): DirtyContent {
+  if (c.state === 'inline') throw new ContentStateError(c.state, 'changed in an upper file (spill it first)');
   const first = Math.floor(from / BLOCK_SIZE);
   const last = Math.ceil(to / BLOCK_SIZE);
   const dirtyBefore: BlockSet = c.state === 'dirty' ? c.dirty : [];
@@ -154,17 +184,23 @@ export interface SealBlock {
  * large layout is exactly the sealed one (every size change dirties the blocks it touches), so its hash
  * is reused; everything else is read back from the upper file and hashed.
  */
-export function sealPlan(c: DirtyContent, size: number): SealBlock[] {
-  const oldLarge = c.sealed.size > SINGLE_BLOCK_MAX;
+export function sealPlan(c: DirtyContent | InlineContent, size: number): SealBlock[] {
+  const oldLarge = c.state === 'dirty' && c.sealed.size > SINGLE_BLOCK_MAX;
   return blockRanges(size).map(([offset, length], index) => {
     const old = c.sealed.blocks[index];
-    const reuse = oldLarge && size > SINGLE_BLOCK_MAX && !inSet(c.dirty, index) && old !== undefined;
+    const reuse = oldLarge && c.state === 'dirty' && size > SINGLE_BLOCK_MAX && !inSet(c.dirty, index) && old !== undefined;
     return reuse ? { index, offset, length, reuse: old } : { index, offset, length };
   });
 }
 
-/** After a seal stored `blocks` for the dirty content, `size` bytes long: the upper file now equals them. */
-export function sealed(c: FileContent, blocks: string[], size: number): CopiedContent {
+/**
+ * After a seal stored `blocks` for the dirty content, `size` bytes long: the upper file now equals them.
+ * An inline file's bytes must have been spilled into its upper file first, unless it is empty (then it
+ * is clean: nothing to hold anywhere).
+ */
+export function sealed(c: FileContent, blocks: string[], size: number): CleanContent | CopiedContent {
+  if (c.state === 'inline' && size === 0) return cleanContent(blocks, 0);
+  if (c.state === 'inline') throw new ContentStateError(c.state, 'sealed before its bytes were spilled');
   if (c.state !== 'dirty') throw new ContentStateError(c.state, 'sealed (nothing changed)');
   return { state: 'copied', sealed: { blocks, size }, local: c.local };
 }

@@ -33,6 +33,11 @@ export function stableIno(key: string): number {
   return STABLE_INO_BASE + (h % STABLE_INO_SPAN);
 }
 
+/** Whether `ino` was derived (stableIno) rather than taken from the counter. */
+export function isDerivedIno(ino: number): boolean {
+  return ino >= STABLE_INO_BASE;
+}
+
 /** The key of a child's derived inode number: its parent's inode and its name. */
 export function childKey(parent: number, name: string): string {
   return `${parent}/${name}`;
@@ -46,6 +51,9 @@ export interface BaseState {
 }
 
 type Key = number | string | Array<number | string>;
+
+/** Changes queued under `deferred` are committed at the latest this long after. */
+const LAZY_COMMIT_MS = 50;
 
 export interface JournalOptions {
   /** Test fault injection: in its n-th commit of ≥ 12 queued writes (several requests), wait 300 ms, then SIGKILL this process before the commit ends. */
@@ -82,6 +90,9 @@ export class Journal {
   private readonly queuedLinks = new Map<number, number>();
   private readonly queuedMeta = new Map<string, unknown>();
   private scheduled = false;
+  /** Inside `deferred`: queued changes wait for the next batch someone needs (or LAZY_COMMIT_MS). */
+  private deferring = 0;
+  private lazyTimer: NodeJS.Timeout | undefined;
   private commits = 0;
   private readonly commitListeners: Array<(err: unknown) => void> = [];
 
@@ -114,9 +125,29 @@ export class Journal {
     const k = `${name}:${Array.isArray(key) ? key.join('/') : key}`;
     this.queued.delete(k);
     this.queued.set(k, { db, key, value });
-    if (!this.scheduled) {
-      this.scheduled = true;
-      setImmediate(() => this.commitSafely());
+    if (this.deferring === 0) this.commitSoon();
+    else if (!this.scheduled && !this.lazyTimer) this.lazyTimer = setTimeout(() => this.commitSafely(), LAZY_COMMIT_MS);
+  }
+
+  /** Commits what is queued at the end of this event-loop turn (a reply is waiting for it). */
+  commitSoon(): void {
+    if (this.scheduled || this.queued.size === 0) return;
+    this.scheduled = true;
+    setImmediate(() => this.commitSafely());
+  }
+
+  /**
+   * Runs fn; the changes it queues do not ask for a commit of their own but join the next batch (one
+   * LMDB commit fewer per change that nobody waits for, such as the kernel's forget of an unlinked file:
+   * a kill -9 before it commits only leaves that inode's record behind, as an unreplied request would).
+   * They commit at the latest LAZY_COMMIT_MS later.
+   */
+  deferred<T>(fn: () => T): T {
+    this.deferring++;
+    try {
+      return fn();
+    } finally {
+      this.deferring--;
     }
   }
 
@@ -132,6 +163,8 @@ export class Journal {
 
   private commitSafely(): void {
     this.scheduled = false;
+    clearTimeout(this.lazyTimer);
+    this.lazyTimer = undefined;
     try {
       this.commit();
     } catch {
@@ -192,6 +225,18 @@ export class Journal {
     if (!old) throw new Error(`no inode ${ino}`);
     const next = { ...old, ...patch };
     this.put(next);
+    return next;
+  }
+
+  /**
+   * Replaces fields of an inode in memory only, for changes that need not survive a kill -9: those of an
+   * unlinked inode (nlink 0), which no restart reads again. They reach the disk with its next journaled change, if any.
+   */
+  updateInMemory(ino: number, patch: Partial<Inode>): Inode {
+    const old = this.get(ino);
+    if (!old) throw new Error(`no inode ${ino}`);
+    const next = { ...old, ...patch };
+    this.inodes.set(ino, next);
     return next;
   }
 

@@ -337,6 +337,8 @@ export class HomeView {
     }
     if (set.atimeNs !== undefined) patch.atimeNs = set.atimeNs;
     if (set.mtimeNs !== undefined) patch.mtimeNs = set.mtimeNs;
+    // An unlinked inode (the kernel writes its ctime back after every unlink): nothing to journal or seal.
+    if (node.nlink === 0) return this.journal.updateInMemory(ino, patch);
     return this.journal.txn(() => {
       const next = this.journal.update(ino, patch);
       // atime-only changes are not worth a seal
