@@ -10,7 +10,9 @@ delete 10,000 files from one process, 50 x (write 4 KiB + fsync); and (not in th
 git clone of a 20,000-file repository (--no-hardlinks), npm ci of 150 packages from a local cache
 (--offline), and a warm sequential read of 1 GiB (written, read once, then read again and timed); the
 clone and npm inputs are bench/run's tool fixtures (bench/lib/fixtures.ts), generated once. homefs runs with a file:// store on a
-tmpfs (/dev/shm) and its state directory on disk (the work directory), default flags. --homefs defaults
+tmpfs (/dev/shm) and its state directory on disk (the work directory), default flags. Before each row,
+untimed, every system settles: os.sync(), and for homefs `homefs sync` (no seal of an earlier row runs
+during a timed one). --homefs defaults
 to this checkout (dist/); give it again (e.g. before=/tmp/main-build) to compare builds.
 """
 import argparse
@@ -155,6 +157,15 @@ class System:
                                          env=env, stdout=self.log, stderr=subprocess.STDOUT)
             wait_mounted(self.dir, self.proc)
 
+    def settle(self):
+        """Untimed, before each row: the previous row's background work ends first, on every system alike
+        (os.sync for the page cache; for homefs also `homefs sync`, so that a seal absorbing the previous
+        row's writes, e.g. dd's 512 MiB log, does not run during this row's timing)."""
+        os.sync()
+        if self.proc is not None:
+            cli = os.path.join(self.homefs_dir, 'dist', 'src', 'cli', 'main.js')
+            sh('node', cli, 'sync', self.dir, stdout=subprocess.DEVNULL)
+
     def stop(self):
         if self.name != 'native':
             unmount(self.dir)
@@ -204,6 +215,7 @@ def main():
                 s.start()
                 try:
                     for r in rows:
+                        s.settle()
                         times[(s.name, r)].append(workload(r, s.dir, tarball, rand, fx))
                         print(f'round {rnd + 1} {s.name:8} {r:8} {fmt(times[(s.name, r)][-1])}', file=sys.stderr, flush=True)
                 finally:
