@@ -43,6 +43,7 @@ import { Sealer } from './sealer.js';
 import { CacheMetricsMirror, Capacity, dirtyTotals, homeStatus } from './report.js';
 import { HashPool } from '../hash/pool.js';
 import { HotSet } from './hotset.js';
+import { NsPack } from './nspack.js';
 import { makeDirsSync } from '../util/mkdirs.js';
 
 /** A store reached over the network (S3), as opposed to one on this host's disk (file://, memory://). */
@@ -96,6 +97,8 @@ export class MountedHome {
   private session: Session | undefined;
   private sleeping: Promise<SealResult | null> | undefined;
   private walk: TreeWalk | undefined;
+  /** The namespace pack, on a store over the network (null on local disk, where a round trip is free). */
+  private readonly nsPack: NsPack | null;
   private readonly capacity: Capacity;
   private readonly cacheMetrics: CacheMetricsMirror;
   private readonly sealer: Sealer<SealResult | null>;
@@ -143,6 +146,7 @@ export class MountedHome {
     hooks.metrics.bindDirtyBytes(() => dirtyTotals(journal).bytes);
     this.lastSnapshot = journal.base().snapshot;
     this.gcFence = { gc: new GcFence(store, cfg.org), observed: null };
+    this.nsPack = isRemote(store.url) && !cfg.readOnly ? new NsPack(store, cfg.org, cfg.home, cache, log) : null;
   }
 
   /**
@@ -303,8 +307,10 @@ export class MountedHome {
    */
   private walkNamespace(root: string): void {
     const started = Date.now();
-    this.walk = new TreeWalk((h) => this.cache.getInBackground('meta', h));
-    this.walk.run(root).then((r) => {
+    const walk = new TreeWalk((h) => this.cache.getInBackground('meta', h));
+    this.walk = walk;
+    // The namespace pack first (a few ranged GETs); the walk then finds its trees cached and fetches the rest.
+    Promise.resolve(this.nsPack?.load(root)).then(() => walk.run(root)).then((r) => {
       this.log.info({ op: 'treewalk', ...r, ms: Date.now() - started }, 'namespace fetched');
     }, () => undefined);
   }
@@ -428,6 +434,16 @@ export class MountedHome {
     }
   }
 
+  /** Stores the namespace pack of the final snapshot unless the stored one is of it; never throws. */
+  private async saveNsPack(): Promise<void> {
+    if (!this.nsPack || this.lease?.lost || this.lastSnapshot === null) return;
+    try {
+      await this.nsPack.save((await this.objects.getSnapshot(this.lastSnapshot)).root);
+    } catch (e) {
+      this.log.warn({ op: 'nspack.save', err: errorMessage(e) }, 'cannot store the namespace pack; the next wake fetches trees one by one');
+    }
+  }
+
   /** Stores the session's hot set (never while another host holds the lease); a failure is only logged. */
   private async saveHotSet(withPack: boolean): Promise<void> {
     if (this.cfg.readOnly || this.lease?.lost) return;
@@ -478,7 +494,7 @@ export class MountedHome {
     return homeStatus({
       state: this.state, cfg: this.cfg, journal: this.journal, cache: this.cache, storeUrl: this.store.url,
       lastSealAt: this.lastSealAt, lastSnapshot: this.lastSnapshot, lastError: this.lastError, seals: this.seals,
-      bytesUploaded: this.bytesUploaded, hotset: { entries: this.hot.entries, touchedBytes: this.hot.touchedBytes, warm: this.hot.warm },
+      bytesUploaded: this.bytesUploaded, hotset: { entries: this.hot.entries, touchedBytes: this.hot.touchedBytes, warm: this.hot.warm }, nspack: this.nsPack?.report ?? null,
       metricsUrl: this.hooks.metricsUrl,
     });
   }
@@ -531,6 +547,7 @@ export class MountedHome {
     this.control?.close();
     await this.sealer.idle();
     if (!failure) await this.saveHotSet(defaults.hotset.pack);
+    if (!failure) await this.saveNsPack();
     if (!failure) await this.lease?.release();
     else this.lease?.stop();
     this.walk?.stop();
