@@ -151,6 +151,8 @@ export const defaults = {
     /** A wake reads the pack's first range (header, index and the first trees) of this size, then the rest in ranges of this size, this many at once. */
     rangeBytes: 2 * 1024 * 1024,
     rangeParallelism: 8,
+    /** The namespace walk starts when the pack is in, or after this long, whichever comes first. */
+    waitMs: 5_000,
   },
   /** gc waits this long between announcing its epoch and marking (snapshot/gcfence.ts). */
   gcFenceWaitMs: 3 * 60_000,

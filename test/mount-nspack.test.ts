@@ -86,6 +86,9 @@ test('a damaged pack is rejected tree by tree and the listing is still right', a
   const rep = await freshList();
   assert.equal(rep.found, true);
   assert.ok(Number(rep.rejected) > 0 && Number(rep.fromPack) < 66, `rejected ${String(rep.rejected)}`);
+  const again = await freshList(); // that sleep wrote a sound pack again
+  assert.equal(again.rejected, 0);
+  assert.equal(Number(again.fromPack) + Number(again.cached), 66);
 });
 
 test('a pack of an unknown version, a truncated one, or none is ignored', async () => {

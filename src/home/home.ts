@@ -147,6 +147,8 @@ export class MountedHome {
     this.lastSnapshot = journal.base().snapshot;
     this.gcFence = { gc: new GcFence(store, cfg.org), observed: null };
     this.nsPack = isRemote(store.url) && !cfg.readOnly ? new NsPack(store, cfg.org, cfg.home, cache, log) : null;
+    // Trees a seal writes go to the cache too, so the sleep's namespace pack need not fetch them back.
+    if (this.nsPack) objects.memo = { add: (hash, data) => void cache.put('meta', hash, data).catch(() => undefined) };
   }
 
   /**
@@ -310,7 +312,12 @@ export class MountedHome {
     const walk = new TreeWalk((h) => this.cache.getInBackground('meta', h));
     this.walk = walk;
     // The namespace pack first (a few ranged GETs); the walk then finds its trees cached and fetches the rest.
-    Promise.resolve(this.nsPack?.load(root)).then(() => walk.run(root)).then((r) => {
+    // A pack that takes too long (a hung store) does not hold the walk back.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, defaults.nsPack.waitMs);
+    });
+    Promise.race([this.nsPack?.load(root), late]).finally(() => clearTimeout(timer)).then(() => walk.run(root)).then((r) => {
       this.log.info({ op: 'treewalk', ...r, ms: Date.now() - started }, 'namespace fetched');
     }, () => undefined);
   }

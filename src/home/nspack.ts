@@ -141,7 +141,10 @@ export class NsPack {
       }
       take(data, first.offset, range);
     });
-    if (r.rejected > 0) this.log.warn({ op: 'nspack.load', rejected: r.rejected }, 'namespace pack trees missing or damaged; the walk fetches them');
+    if (r.rejected > 0) {
+      this.loadedRoot = null; // the sleep writes a sound pack again
+      this.log.warn({ op: 'nspack.load', rejected: r.rejected }, 'namespace pack trees missing or damaged; the walk fetches them');
+    }
     await Promise.all(puts);
   }
 
