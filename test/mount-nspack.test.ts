@@ -3,7 +3,7 @@
  * writes every tree of the home into NSPACK; a fresh host brings them into its cache from a few ranged GETs
  * and lists the whole home correctly; with the pack damaged, of an unknown version, of an older snapshot, or
  * missing, a fresh host still lists the home correctly (trees come one GET each), and its sleep writes a
- * pack of the snapshot it sealed. gc leaves the pack alone.
+ * pack of the snapshot it sealed. gc leaves the pack alone; a fork gets a copy.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -30,16 +30,21 @@ async function headRoot(): Promise<string> {
   return (await new ObjectStore(store, 'acme').getSnapshot(head.snapshot)).root;
 }
 
+/** What the mount's wake took from the pack, once it is done. */
+async function packLoaded(mnt: string): Promise<Record<string, number | boolean>> {
+  for (let i = 0; i < 600; i++) {
+    const rep = (await h.status(mnt)).nspack as Record<string, number | boolean> | null;
+    if (rep?.done) return rep;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('the namespace pack was never loaded (or found missing)');
+}
+
 /** A fresh host mounts, waits for the pack to load, lists the home, sleeps; returns the load report. */
 async function freshList(extra = ''): Promise<Record<string, number | boolean>> {
   const mnt = await h.mount({ host: `fresh${hostNo++}` });
   try {
-    let rep: Record<string, number | boolean> | null = null;
-    for (let i = 0; i < 600 && !rep?.done; i++) {
-      rep = (await h.status(mnt)).nspack as Record<string, number | boolean> | null;
-      if (!rep?.done) await new Promise((r) => setTimeout(r, 50));
-    }
-    assert.ok(rep?.done, 'the namespace pack was loaded (or found missing)');
+    const rep = await packLoaded(mnt);
     assert.equal(await shOk(`cd ${mnt} && ${LIST}`), expected, 'the mount lists the pushed home');
     if (extra) await shOk(`cd ${mnt} && ${extra}`);
     return rep;
@@ -129,4 +134,19 @@ test('gc keeps the namespace pack', async () => {
   assert.ok((await store.has([key()])).has(key()), 'gc keeps the pack');
   const rep = await freshList();
   assert.equal(Number(rep.fromPack) + Number(rep.cached), 67, 'root, d*, e*, f*, empty/ and new/');
+});
+
+test('a fork gets a copy of the pack, and its first wake takes its trees from it', async () => {
+  await homefsOk(['fork', h.ref, 'acme/nsfork', '--store', h.storeUrl]);
+  const forkKey = nsPackKey('acme', 'nsfork');
+  assert.equal(decodeNsPackIndex(await store.get(forkKey)).root, await headRoot());
+  const mnt = await h.mount({ host: `fork${hostNo++}`, ref: 'acme/nsfork' });
+  try {
+    const rep = await packLoaded(mnt);
+    assert.equal(rep.sameRoot, true);
+    assert.equal(Number(rep.fromPack) + Number(rep.cached), 67);
+    assert.equal(await shOk(`cd ${mnt} && ${LIST}`), expected);
+  } finally {
+    await h.sleep(mnt);
+  }
 });

@@ -3,12 +3,14 @@
  * documented values, every tree in it verifies by hash, building the pack from its trees gives the same
  * bytes, a namespace over the size budget gets no pack, and hostile packs (other versions, counts out of
  * range, lengths that do not add up, a first tree that is not the root) are rejected with a FormatError.
+ * readNsPack cuts verified trees out of ranged reads, whatever the range size, and rejects damaged ones.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { hashBuffer } from '../src/hash/blake3.js';
-import { buildNsPack, decodeNsPackIndex, encodeNsPack, nsPackIndexLength, NSPACK_HEADER } from '../src/snapshot/nspack.js';
+import { buildNsPack, decodeNsPackIndex, encodeNsPack, nsPackIndexLength, NSPACK_HEADER, readNsPack } from '../src/snapshot/nspack.js';
+import { NotFoundError } from '../src/util/errors.js';
 import { FormatError } from '../src/util/errors.js';
 
 const dir = new URL('../../test/fixtures/format/', import.meta.url);
@@ -64,4 +66,43 @@ test('hostile packs are rejected with a FormatError, never half-decoded', () => 
     ['empty', Buffer.alloc(0)],
   ];
   for (const [name, bytes] of cases) assert.throws(() => decodeNsPackIndex(bytes), FormatError, name);
+});
+
+test('readNsPack: every wanted tree verified, in ranges of any size; damaged trees and failed ranges rejected', async () => {
+  const bytes = pack();
+  const run = async (src: Buffer, rangeBytes: number, skip: string[] = [], failAt = -1) => {
+    const got: string[] = [];
+    const bad: string[] = [];
+    let gets = 0;
+    const idx = await readNsPack(async (offset, length) => {
+      gets++;
+      if (offset === failAt) throw new Error('range failed');
+      return src.subarray(offset, offset + length);
+    }, {
+      wants: (h) => !skip.includes(h),
+      tree: (h, data) => {
+        assert.equal(hashBuffer(data), h);
+        got.push(h);
+      },
+      rejected: (h) => bad.push(h),
+    }, { rangeBytes, rangeParallelism: 2 });
+    return { idx, got: got.sort(), bad: bad.sort(), gets };
+  };
+  const all = [ROOT, EMPTY, NOTES].sort();
+  const whole = await run(bytes, 1 << 20);
+  assert.equal(whole.idx?.root, ROOT);
+  assert.deepEqual([whole.got, whole.bad, whole.gets], [all, [], 1]);
+  const small = await run(bytes, 64); // the index needs a second read, each tree its own range
+  assert.deepEqual([small.got, small.bad], [all, []]);
+  assert.equal(small.gets, 2 + 3);
+  assert.deepEqual((await run(bytes, 1 << 20, [ROOT, NOTES])).got, [EMPTY]);
+  const damaged = Buffer.from(bytes);
+  const dataStart = NSPACK_HEADER + 3 * 36;
+  damaged[dataStart + 170] = (damaged[dataStart + 170] ?? 0) ^ 1; // inside `empty` (offset 169, 9 bytes)
+  const d = await run(damaged, 1 << 20);
+  assert.deepEqual([d.got, d.bad], [[ROOT, NOTES].sort(), [EMPTY]]);
+  const f = await run(bytes, 64, [], dataStart + 178); // the range holding `notes` fails
+  assert.deepEqual([f.got, f.bad], [[ROOT, EMPTY].sort(), [NOTES]]);
+  assert.equal(await readNsPack(async () => { throw new NotFoundError('x'); }, { wants: () => true, tree: () => undefined, rejected: () => undefined }, { rangeBytes: 64, rangeParallelism: 1 }), null);
+  await assert.rejects(run(Buffer.from('HFNX' + 'x'.repeat(100)), 1 << 20), FormatError);
 });

@@ -11,13 +11,10 @@
  */
 import type { Logger } from 'pino';
 import { defaults } from '../config.js';
-import { hashBuffer } from '../hash/blake3.js';
-import { packRanges, type PackSlice } from '../snapshot/hotset.js';
-import { decodeNsPackIndex, nsPackIndexLength, NSPACK_HEADER, NSPACK_ROOT, storeNsPack } from '../snapshot/nspack.js';
+import { nsPackIndexLength, NSPACK_HEADER, NSPACK_ROOT, readNsPack, storeNsPack } from '../snapshot/nspack.js';
 import { nsPackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
-import { mapLimit } from '../util/concurrency.js';
-import { FormatError, NotFoundError, errorMessage } from '../util/errors.js';
+import { FormatError, errorMessage } from '../util/errors.js';
 
 /** The part of the block cache the pack uses (BlockCache's public API). */
 export interface NsCache {
@@ -84,68 +81,40 @@ export class NsPack {
   }
 
   private async loadInto(r: NsLoadReport, root: string): Promise<void> {
-    const what = `namespace pack of ${this.org}/${this.home}`;
-    let head: Buffer;
-    try {
-      head = await this.range(0, this.opts.rangeBytes, r);
-    } catch (e) {
-      if (e instanceof NotFoundError) return;
-      throw e;
-    }
+    const puts: Array<Promise<void>> = [];
     let index;
     try {
-      const indexEnd = nsPackIndexLength(head, what);
-      if (head.length < indexEnd) head = Buffer.concat([head, await this.range(head.length, indexEnd - head.length, r)]);
-      index = decodeNsPackIndex(head, what);
+      index = await readNsPack((offset, length) => this.range(offset, length, r), {
+        wants: (hash) => {
+          if (!this.cache.has('meta', hash)) return true;
+          r.cached++;
+          return false;
+        },
+        tree: (hash, data) => {
+          r.fromPack++;
+          puts.push(this.cache.put('meta', hash, data).catch(() => undefined));
+        },
+        rejected: (hash, err) => {
+          r.rejected++;
+          if (err !== undefined) this.log.debug({ op: 'nspack.load', hash, err: errorMessage(err) }, 'namespace pack range failed; the walk fetches its trees');
+        },
+      }, this.opts, `namespace pack of ${this.org}/${this.home}`);
     } catch (e) {
       if (!(e instanceof FormatError)) throw e;
       this.log.warn({ op: 'nspack.load', err: e.message }, 'namespace pack ignored');
       return;
+    } finally {
+      await Promise.all(puts);
     }
+    if (!index) return;
     r.found = true;
     r.sameRoot = index.root === root;
     r.trees = index.slices.length;
     this.loadedRoot = index.root;
-    const puts: Array<Promise<void>> = [];
-    const take = (data: Buffer, dataOffset: number, slices: readonly PackSlice[]): void => {
-      for (const s of slices) {
-        const piece = data.subarray(s.offset - dataOffset, s.offset - dataOffset + s.entry.size);
-        if (piece.length !== s.entry.size || hashBuffer(piece) !== s.entry.hash) {
-          r.rejected++;
-          continue;
-        }
-        r.fromPack++;
-        puts.push(this.cache.put('meta', s.entry.hash, Buffer.from(piece)).catch(() => undefined));
-      }
-    };
-    const wanted = index.slices.filter((s) => {
-      if (!this.cache.has('meta', s.entry.hash)) return true;
-      r.cached++;
-      return false;
-    });
-    // Trees wholly inside what the first GET returned are cut out of it; the rest come in ranged GETs.
-    const inHead = head.length - index.dataStart;
-    take(head.subarray(index.dataStart), 0, wanted.filter((s) => s.offset + s.entry.size <= inHead));
-    const rest = wanted.filter((s) => s.offset + s.entry.size > inHead);
-    await mapLimit(packRanges(rest, this.opts.rangeBytes), this.opts.rangeParallelism, async (range) => {
-      const first = range[0];
-      const last = range[range.length - 1];
-      if (!first || !last) return;
-      let data: Buffer;
-      try {
-        data = await this.range(index.dataStart + first.offset, last.offset + last.entry.size - first.offset, r);
-      } catch (e) {
-        this.log.debug({ op: 'nspack.load', err: errorMessage(e) }, 'namespace pack range failed; the walk fetches its trees');
-        r.rejected += range.length;
-        return;
-      }
-      take(data, first.offset, range);
-    });
     if (r.rejected > 0) {
       this.loadedRoot = null; // the sleep writes a sound pack again
       this.log.warn({ op: 'nspack.load', rejected: r.rejected }, 'namespace pack trees missing or damaged; the walk fetches them');
     }
-    await Promise.all(puts);
   }
 
   /** The root of the stored pack, from its header (one small ranged GET; null: none or unreadable). */

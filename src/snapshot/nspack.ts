@@ -17,9 +17,9 @@ import { defaults } from '../config.js';
 import { nsPackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { mapLimit } from '../util/concurrency.js';
-import { FormatError } from '../util/errors.js';
+import { FormatError, NotFoundError } from '../util/errors.js';
 import { decodeTree } from './codec.js';
-import type { PackSlice } from './hotset.js';
+import { cutSlices, fetchPackSlices, type PackSlice, type SliceSink } from './hotset.js';
 
 export const NSPACK_VERSION = 1;
 /** Trees a pack holds at most (an index of about 36 MB). */
@@ -169,4 +169,63 @@ export function decodeNsPackIndex(buf: Buffer, what = 'namespace pack'): NsPackI
   if (BigInt(offset) !== dataBig) throw new FormatError(what, `data length ${dataBig} is not the sum of the tree sizes (${offset})`);
   if (slices[0]?.entry.hash !== root) throw new FormatError(what, 'the first tree is not the root');
   return { root, dataStart: end, slices };
+}
+
+/**
+ * Gives home `to` a copy of home `from`'s pack if that pack is of `root` (fork: the new home starts on the
+ * same root). Best effort: a missing, damaged or other-root pack is not copied, and nothing here throws.
+ */
+export async function copyNsPack(store: Store, org: string, from: string, to: string, root: string): Promise<boolean> {
+  if (!wantsNsPack(store.url)) return false;
+  try {
+    const pack = await store.get(nsPackKey(org, from));
+    if (decodeNsPackIndex(pack).root !== root) return false;
+    await store.put(nsPackKey(org, to), pack);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Where the trees read out of a stored pack go (readNsPack). */
+export interface NsPackSink {
+  /** Whether tree `hash` is wanted at all (false: the reader has it already). */
+  wants(hash: string): boolean;
+  /** A tree whose bytes matched its hash. */
+  tree(hash: string, data: Buffer): void;
+  /** A tree that did not match its hash, or whose range could not be read (`err`). */
+  rejected(hash: string, err?: unknown): void;
+}
+
+/**
+ * Reads a stored pack through `get` (a ranged GET of its key): the first `rangeBytes` (header, index and
+ * the first trees), the rest of the index if it is longer, then the wanted trees not in that first range in
+ * ranges of about `rangeBytes`, `rangeParallelism` at once. Every tree is verified by hash before it reaches
+ * the sink. Returns the index, or null when there is no pack; a pack that does not decode is a FormatError.
+ * The daemon's wake (home/nspack.ts) uses it; so can anything else that wants a home's trees at once.
+ */
+export async function readNsPack(
+  get: (offset: number, length: number) => Promise<Buffer>,
+  sink: NsPackSink,
+  opts: { rangeBytes: number; rangeParallelism: number },
+  what = 'namespace pack',
+): Promise<NsPackIndex | null> {
+  let head: Buffer;
+  try {
+    head = await get(0, opts.rangeBytes);
+  } catch (e) {
+    if (e instanceof NotFoundError) return null;
+    throw e;
+  }
+  const indexEnd = nsPackIndexLength(head, what);
+  if (head.length < indexEnd) head = Buffer.concat([head, await get(head.length, indexEnd - head.length)]);
+  const index = decodeNsPackIndex(head, what);
+  const slices: SliceSink = { good: (e, data) => sink.tree(e.hash, data), bad: (e, err) => sink.rejected(e.hash, err) };
+  const wanted = index.slices.filter((s) => sink.wants(s.entry.hash));
+  // Trees wholly inside what the first GET returned are cut out of it; the rest come in ranged GETs.
+  const inHead = head.length - index.dataStart;
+  cutSlices(head.subarray(index.dataStart), 0, wanted.filter((s) => s.offset + s.entry.size <= inHead), slices);
+  const rest = wanted.filter((s) => s.offset + s.entry.size > inHead);
+  await fetchPackSlices(get, rest, { base: index.dataStart, rangeBytes: opts.rangeBytes, parallelism: opts.rangeParallelism }, slices);
+  return index;
 }
