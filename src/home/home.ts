@@ -42,6 +42,7 @@ import { acquirePidLock } from './pidlock.js';
 import { Sealer } from './sealer.js';
 import { CacheMetricsMirror, Capacity, dirtyTotals, homeStatus } from './report.js';
 import { HashPool } from '../hash/pool.js';
+import { GitIndexPrefetch } from './gitindex.js';
 import { HotSet } from './hotset.js';
 import { NsPack } from './nspack.js';
 import { makeDirsSync } from '../util/mkdirs.js';
@@ -230,6 +231,12 @@ export class MountedHome {
       const content = new Content(journal, upper, blocks, { ...contentOpts, neighbours });
       content.usedBytes = Content.seedUsedBytes(journal);
       const view = new HomeView(journal, trees);
+      if (remote) {
+        const git = new GitIndexPrefetch(view, {
+          get: (h) => cache.get('block', h), has: (h) => cache.has('block', h), prefetch: (hs) => cache.prefetch('block', hs),
+        }, { maxFileBytes: defaults.cache.neighbourFileBytes, budgetBytes: defaults.cache.subtreeBudgetBytes });
+        view.onLookup = (parent, name, node) => git.lookedUp(parent, name, node);
+      }
       view.onReclaim = (node) => void content.reclaim(node).catch((e: unknown) => log.warn({ op: 'reclaim', ino: node.ino, err: errorMessage(e) }, 'cannot remove the upper file of a deleted file'));
       const ra = choice.rootAttrs;
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
