@@ -12,7 +12,7 @@ import { TestHome, homefsOk, shOk } from './support/homefs-mount.js';
 import { decodeNsPackIndex } from '../src/snapshot/nspack.js';
 import { ObjectStore } from '../src/snapshot/objects.js';
 import { readHead } from '../src/snapshot/heads.js';
-import { nsPackKey } from '../src/store/keys.js';
+import { hotsetKey, nsPackKey } from '../src/store/keys.js';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
 import { testS3Url } from './support/s3.js';
@@ -40,8 +40,9 @@ async function packLoaded(mnt: string): Promise<Record<string, number | boolean>
   throw new Error('the namespace pack was never loaded (or found missing)');
 }
 
-/** A fresh host mounts, waits for the pack to load, lists the home, sleeps; returns the load report. */
+/** A fresh host (with no hot set to warm from) mounts, waits for the pack to load, lists the home, sleeps; returns the load report. */
 async function freshList(extra = ''): Promise<Record<string, number | boolean>> {
+  await store.delete(hotsetKey('acme', 'ns')); // else the last session's wake pack races the namespace pack with the same trees
   const mnt = await h.mount({ host: `fresh${hostNo++}` });
   try {
     const rep = await packLoaded(mnt);
@@ -90,7 +91,7 @@ test('a damaged pack is rejected tree by tree and the listing is still right', a
   await store.put(key(), pack);
   const rep = await freshList();
   assert.equal(rep.found, true);
-  assert.ok(Number(rep.rejected) > 0 && Number(rep.fromPack) < 66, `rejected ${String(rep.rejected)}`);
+  assert.ok(Number(rep.rejected) > 0 && Number(rep.fromPack) < 66, `damaged pack: ${JSON.stringify(rep)}`);
   const again = await freshList(); // that sleep wrote a sound pack again
   assert.equal(again.rejected, 0);
   assert.equal(Number(again.fromPack) + Number(again.cached), 66);
