@@ -51,9 +51,8 @@ def _settled(h, method, kind, quiet=0.5, timeout=60):
     return last
 
 
-@check('wake.namespace_walk', needs=('homefs', 's3'), timeout=240)
-def _(t):
-    h = S3Home(t, 'walk')
+def _walk(t, name, pack):
+    h = S3Home(t, name)
     try:
         files = {}
         for a in range(6):
@@ -62,15 +61,44 @@ def _(t):
                 files[f'd{a}/e{b}/g{b}/h'] = f'h {a} {b}'.encode()
         _push_tree(t, h, files)
         ndirs = len({os.path.dirname(p) for p in files} | {p.split('/')[0] for p in files}) + 1  # + root
+        # (the first matching rule fires: the pack's comes before the latency of every GET)
+        if pack == 'damaged':
+            h.proxy.add('wrong_body', 'GET', '/NSPACK')  # a wrong magic: the pack is ignored
+        elif pack == 'hung':
+            h.proxy.add('hang', 'GET', '/NSPACK')  # the walk starts anyway after nsPack.waitMs
         h.proxy.add('latency', 'GET', None, seconds=0.02)
         mnt = h.mount()
+        if pack == 'hung':
+            _wait(lambda: h.proxy.count('GET', 'meta') >= ndirs, 'the walk to start without the pack')
         trees = _settled(h, 'GET', 'meta')
-        true(trees >= ndirs, f'the walk fetched {trees} meta objects for {ndirs} directories (plus the snapshot)')
+        if pack == 'used':
+            true(trees <= 3, f'{trees} meta GETs: the trees came from the namespace pack (the snapshot, at most the root read by the mount)')
+        else:
+            true(trees >= ndirs, f'the walk fetched {trees} meta objects for {ndirs} directories (plus the snapshot)')
         seen = sum(len(fs) for _, _, fs in os.walk(mnt))
         eq(seen, len(files), 'find sees every file')
+        eq(sorted(os.path.relpath(os.path.join(d, f), mnt) for d, _, fs in os.walk(mnt) for f in fs), sorted(files), 'find lists the pushed names')
         eq(h.proxy.count('GET', 'meta'), trees, 'find after the walk fetched no tree')
     finally:
         h.close()
+
+
+@check('wake.namespace_walk', needs=('homefs', 's3'), timeout=240)
+def _(t):
+    """A pushed home's trees come from its namespace pack in one ranged GET; the walk then finds them cached."""
+    _walk(t, 'walk', 'used')
+
+
+@check('wake.namespace_pack_damaged', needs=('homefs', 's3'), timeout=240)
+def _(t):
+    """A namespace pack that does not decode is ignored: the walk fetches every tree, find lists every file."""
+    _walk(t, 'nsbad', 'damaged')
+
+
+@check('wake.namespace_pack_hung', needs=('homefs', 's3'), timeout=240)
+def _(t):
+    """A namespace pack that never arrives does not hold the walk back."""
+    _walk(t, 'nshung', 'hung')
 
 
 @check('wake.neighbour_prefetch', needs=('homefs', 's3'), timeout=240)
@@ -186,6 +214,7 @@ def _(t):
         snapshot = json.loads(t.env.cli('log', h.home, '--store', h.direct, '--json').stdout.splitlines()[0])['id']
         h.proxy.add('latency', 'GET', snapshot, seconds=0)  # the snapshot passes, however often it is read
         h.proxy.add('hang', 'GET', '/meta/')  # every tree hangs
+        h.proxy.add('hang', 'GET', '/NSPACK')  # and the namespace pack that holds them
         mnt = h.mount()
         _wait(lambda: h.proxy.count('GET', 'meta') >= 2, 'the walk to ask for the root tree')
         p = subprocess.Popen([sys.executable, '-c', STATTER, os.path.join(mnt, 'sub', 'cold')], stdout=subprocess.PIPE, text=True)

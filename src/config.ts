@@ -151,6 +151,18 @@ export const defaults = {
     /** A mount rewrites the record after a seal at most this often (and always at sleep). */
     recordIntervalMs: 60_000,
   },
+  /** The namespace pack (snapshot/nspack.ts, home/nspack.ts, docs/format.md). */
+  nsPack: {
+    /** A namespace bigger than this gets no pack (it wakes tree by tree). */
+    maxBytes: 256 * 1024 * 1024,
+    /** Trees read at once while building a pack. */
+    parallelism: 64,
+    /** A wake reads the pack's first range (header, index and the first trees) of this size, then the rest in ranges of this size, this many at once. */
+    rangeBytes: 2 * 1024 * 1024,
+    rangeParallelism: 8,
+    /** The namespace walk starts when the pack is in, or after this long, whichever comes first. */
+    waitMs: 5_000,
+  },
   /** gc waits this long between announcing its epoch and marking (snapshot/gcfence.ts). */
   gcFenceWaitMs: 3 * 60_000,
   /** A committer starts its HEAD write at most this long after its last look at the gc epoch. */

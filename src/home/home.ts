@@ -42,7 +42,9 @@ import { acquirePidLock } from './pidlock.js';
 import { Sealer } from './sealer.js';
 import { CacheMetricsMirror, Capacity, dirtyTotals, homeStatus } from './report.js';
 import { HashPool } from '../hash/pool.js';
+import { GitIndexPrefetch } from './gitindex.js';
 import { HotSet } from './hotset.js';
+import { NsPack } from './nspack.js';
 import { makeDirsSync } from '../util/mkdirs.js';
 
 /** A store reached over the network (S3), as opposed to one on this host's disk (file://, memory://). */
@@ -96,6 +98,8 @@ export class MountedHome {
   private session: Session | undefined;
   private sleeping: Promise<SealResult | null> | undefined;
   private walk: TreeWalk | undefined;
+  /** The namespace pack, on a store over the network (null on local disk, where a round trip is free). */
+  private readonly nsPack: NsPack | null;
   private readonly capacity: Capacity;
   private readonly cacheMetrics: CacheMetricsMirror;
   private readonly sealer: Sealer<SealResult | null>;
@@ -143,6 +147,9 @@ export class MountedHome {
     hooks.metrics.bindDirtyBytes(() => dirtyTotals(journal).bytes);
     this.lastSnapshot = journal.base().snapshot;
     this.gcFence = { gc: new GcFence(store, cfg.org), observed: null };
+    this.nsPack = isRemote(store.url) && !cfg.readOnly ? new NsPack(store, cfg.org, cfg.home, cache, log) : null;
+    // Trees a seal writes go to the cache too, so the sleep's namespace pack need not fetch them back.
+    if (this.nsPack) objects.memo = { add: (hash, data) => void cache.put('meta', hash, data).catch(() => undefined) };
   }
 
   /**
@@ -224,6 +231,12 @@ export class MountedHome {
       const content = new Content(journal, upper, blocks, { ...contentOpts, neighbours });
       content.usedBytes = Content.seedUsedBytes(journal);
       const view = new HomeView(journal, trees);
+      if (remote) {
+        const git = new GitIndexPrefetch(view, {
+          get: (h) => cache.get('block', h), has: (h) => cache.has('block', h), prefetch: (hs) => cache.prefetch('block', hs),
+        }, { maxFileBytes: defaults.cache.neighbourFileBytes, budgetBytes: defaults.cache.subtreeBudgetBytes });
+        view.onLookup = (parent, name, node) => git.lookedUp(parent, name, node);
+      }
       view.onReclaim = (node) => void content.reclaim(node).catch((e: unknown) => log.warn({ op: 'reclaim', ino: node.ino, err: errorMessage(e) }, 'cannot remove the upper file of a deleted file'));
       const ra = choice.rootAttrs;
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
@@ -303,8 +316,15 @@ export class MountedHome {
    */
   private walkNamespace(root: string): void {
     const started = Date.now();
-    this.walk = new TreeWalk((h) => this.cache.getInBackground('meta', h));
-    this.walk.run(root).then((r) => {
+    const walk = new TreeWalk((h) => this.cache.getInBackground('meta', h));
+    this.walk = walk;
+    // The namespace pack first (a few ranged GETs); the walk then finds its trees cached and fetches the rest.
+    // A pack that takes too long (a hung store) does not hold the walk back.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, defaults.nsPack.waitMs);
+    });
+    Promise.race([this.nsPack?.load(root), late]).finally(() => clearTimeout(timer)).then(() => walk.run(root)).then((r) => {
       this.log.info({ op: 'treewalk', ...r, ms: Date.now() - started }, 'namespace fetched');
     }, () => undefined);
   }
@@ -428,6 +448,16 @@ export class MountedHome {
     }
   }
 
+  /** Stores the namespace pack of the final snapshot unless the stored one is of it; never throws. */
+  private async saveNsPack(): Promise<void> {
+    if (!this.nsPack || this.lease?.lost || this.lastSnapshot === null) return;
+    try {
+      await this.nsPack.save((await this.objects.getSnapshot(this.lastSnapshot)).root);
+    } catch (e) {
+      this.log.warn({ op: 'nspack.save', err: errorMessage(e) }, 'cannot store the namespace pack; the next wake fetches trees one by one');
+    }
+  }
+
   /** Stores the session's hot set (never while another host holds the lease); a failure is only logged. */
   private async saveHotSet(withPack: boolean): Promise<void> {
     if (this.cfg.readOnly || this.lease?.lost) return;
@@ -478,7 +508,7 @@ export class MountedHome {
     return homeStatus({
       state: this.state, cfg: this.cfg, journal: this.journal, cache: this.cache, storeUrl: this.store.url,
       lastSealAt: this.lastSealAt, lastSnapshot: this.lastSnapshot, lastError: this.lastError, seals: this.seals,
-      bytesUploaded: this.bytesUploaded, hotset: { entries: this.hot.entries, touchedBytes: this.hot.touchedBytes, warm: this.hot.warm },
+      bytesUploaded: this.bytesUploaded, hotset: { entries: this.hot.entries, touchedBytes: this.hot.touchedBytes, warm: this.hot.warm }, nspack: this.nsPack?.report ?? null,
       metricsUrl: this.hooks.metricsUrl,
     });
   }
@@ -531,6 +561,7 @@ export class MountedHome {
     this.control?.close();
     await this.sealer.idle();
     if (!failure) await this.saveHotSet(defaults.hotset.pack);
+    if (!failure) await this.saveNsPack();
     if (!failure) await this.lease?.release();
     else this.lease?.stop();
     this.walk?.stop();

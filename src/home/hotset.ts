@@ -12,11 +12,9 @@
  */
 import type { Logger } from 'pino';
 import { defaults } from '../config.js';
-import { hashBuffer } from '../hash/blake3.js';
-import { decodeHotSet, encodeHotSet, packLayout, packRanges, type HotEntry, type HotKind, type HotSetRecord } from '../snapshot/hotset.js';
+import { decodeHotSet, encodeHotSet, fetchPackSlices, packLayout, type HotEntry, type HotKind, type HotSetRecord } from '../snapshot/hotset.js';
 import { hotsetKey, wakePackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
-import { mapLimit } from '../util/concurrency.js';
 import { FormatError, NotFoundError, errorMessage } from '../util/errors.js';
 
 /** The part of the block cache the hot set uses (BlockCache's public API). */
@@ -178,28 +176,19 @@ export class HotSet {
     const rejected: HotEntry[] = [];
     const key = wakePackKey(this.org, this.home);
     const puts: Array<Promise<void>> = [];
-    await mapLimit(packRanges(slices, this.opts.packRangeBytes), this.opts.packParallelism, async (range) => {
-      const first = range[0];
-      const last = range[range.length - 1];
-      if (!first || !last) return;
-      let data: Buffer;
-      try {
-        data = await this.store.getRange(key, first.offset, last.offset + last.entry.size - first.offset);
-      } catch (e) {
-        this.log.debug({ op: 'hotset.warm', err: errorMessage(e) }, 'wake pack range failed; prefetching its objects');
-        rejected.push(...range.map((s) => s.entry));
-        return;
-      }
+    await fetchPackSlices(async (offset, length) => {
+      const data = await this.store.getRange(key, offset, length);
       r.bytesFetched += data.length;
-      for (const s of range) {
-        const piece = data.subarray(s.offset - first.offset, s.offset - first.offset + s.entry.size);
-        if (piece.length !== s.entry.size || hashBuffer(piece) !== s.entry.hash) {
-          rejected.push(s.entry);
-          continue;
-        }
+      return data;
+    }, slices, { rangeBytes: this.opts.packRangeBytes, parallelism: this.opts.packParallelism }, {
+      good: (entry, data) => {
         r.fromPack++;
-        puts.push(this.cache.put(s.entry.kind, s.entry.hash, piece).catch(() => undefined));
-      }
+        puts.push(this.cache.put(entry.kind, entry.hash, data).catch(() => undefined));
+      },
+      bad: (entry, err) => {
+        if (err !== undefined) this.log.debug({ op: 'hotset.warm', err: errorMessage(err) }, 'wake pack range failed; prefetching its objects');
+        rejected.push(entry);
+      },
     });
     r.packMs = Math.round(performance.now() - t0);
     r.packRejected = rejected.length;

@@ -24,6 +24,8 @@ export interface StatusInput {
   bytesUploaded: number;
   /** The session's hot set: objects read so far, their bytes, and what the wake's warm-up did. */
   hotset: { entries: number; touchedBytes: number; warm: { bytesFetched: number } | null };
+  /** What loading the namespace pack did at wake (null: no pack on this store, or not loaded). */
+  nspack: { bytesFetched: number } | null;
   metricsUrl?: string | undefined;
 }
 
@@ -51,8 +53,9 @@ export function homeStatus(h: StatusInput): Record<string, unknown> {
     lastSealAt: h.lastSealAt ? new Date(h.lastSealAt).toISOString() : null, lastSnapshot: h.lastSnapshot,
     lastError: h.lastError, seals: h.seals, bytesUploaded: h.bytesUploaded,
     cacheBytes: c.bytes, cacheHits: c.hits, cacheMisses: c.misses, hitRatio: c.hits + c.misses > 0 ? c.hits / (c.hits + c.misses) : null,
-    // Everything fetched from the store: the cache's GETs plus the hot-set record and wake pack.
-    bytesFetched: c.bytesFetched + (h.hotset.warm?.bytesFetched ?? 0), bytesTouched: h.hotset.touchedBytes, hotset: h.hotset,
+    // Everything fetched from the store: the cache's GETs plus the hot-set record, wake pack and namespace pack.
+    bytesFetched: c.bytesFetched + (h.hotset.warm?.bytesFetched ?? 0) + (h.nspack?.bytesFetched ?? 0),
+    bytesTouched: h.hotset.touchedBytes, hotset: h.hotset, nspack: h.nspack,
     fsync: h.cfg.fsync, readOnly: h.cfg.readOnly, metricsUrl: h.metricsUrl ?? null,
   };
 }

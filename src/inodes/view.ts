@@ -45,6 +45,8 @@ export class HomeView {
   private readonly opens = new Map<number, number>();
   /** Called, inside the transaction that removes it, when an unlinked inode is finally released. */
   onReclaim: (node: Inode) => void = () => undefined;
+  /** Called after each lookup that found its child (the git-index prefetch watches for `.git/index`). */
+  onLookup: ((parent: number, name: string, node: Inode) => void) | undefined;
 
   constructor(readonly journal: Journal, private readonly trees: TreeSource) {}
 
@@ -155,7 +157,9 @@ export class HomeView {
     this.dir(parent);
     if (Buffer.byteLength(name) > NAME_MAX) throw fsErr(E.ENAMETOOLONG);
     const ino = this.journal.child(parent, name);
-    return ino === undefined ? undefined : this.journal.get(ino);
+    const node = ino === undefined ? undefined : this.journal.get(ino);
+    if (node && this.onLookup) this.onLookup(parent, name, node);
+    return node;
   }
 
   /** Sorted directory listing (name, inode), without "." and "..". */

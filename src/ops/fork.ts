@@ -2,11 +2,14 @@
  * Fork: a new home whose HEAD is an existing snapshot. O(1) in the size of the home: it reads the source
  * snapshot, writes one small snapshot object for the new home (same root tree, parent = the source
  * snapshot, reason "fork") and creates the new home's generation 0. No tree or block is read or copied;
- * blocks dedupe within the org, so the fork shares everything until one side changes it.
+ * blocks dedupe within the org, so the fork shares everything until one side changes it. On a store over
+ * the network the source's namespace pack is copied too, when it is of the forked root (a hint for the new
+ * home's first wake; snapshot/nspack.ts).
  */
 import { commitSnapshot } from '../snapshot/commit.js';
 import { GcFence, type FenceOptions } from '../snapshot/gcfence.js';
 import { readHead } from '../snapshot/heads.js';
+import { copyNsPack } from '../snapshot/nspack.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { assertSnapshotComplete } from './refs.js';
 import { resolveHomeSnapshot } from '../snapshot/walk.js';
@@ -52,5 +55,6 @@ export async function forkHome(store: Store, src: HomeRef, dst: HomeRef, opts: F
   }).catch((e: unknown) => {
     throw e instanceof HeadConflictError ? new UserError(`home ${dst.org}/${dst.home} was created by someone else during the fork`) : e;
   });
+  await copyNsPack(store, src.org, src.home, dst.home, snap.root); // a hint for the new home's first wake
   return { source: `${src.org}/${src.home}`, from, target: `${dst.org}/${dst.home}`, snapshot, gen, ms: performance.now() - t0 };
 }

@@ -18,8 +18,9 @@
  * mark cannot read a root (missing or corrupt object), gc stops before deleting anything: sweeping on a
  * partial mark would delete live data. A run that outlives `fence.maxRunMs` stops deleting.
  *
- * A home's hot-set record and wake pack (`homes/<home>/HOTSET`, `WAKEPACK`) are neither swept (only
- * blocks/ and meta/ are) nor marked from: they are hints that no commit references (docs/format.md).
+ * A home's hot-set record, wake pack and namespace pack (`homes/<home>/HOTSET`, `WAKEPACK`, `NSPACK`) are
+ * neither swept (only blocks/ and meta/ are) nor marked from: they are hints that no commit references
+ * (docs/format.md).
  */
 import { keyHash, objectsPrefix } from '../store/keys.js';
 import type { ObjectInfo, Store } from '../store/store.js';

@@ -15,6 +15,8 @@
  *   other bits zero), size u32, hash 32 bytes.
  * Packed entries lie in the pack back to back, in record order; packBytes is the sum of their sizes.
  */
+import { hashBuffer } from '../hash/blake3.js';
+import { mapLimit } from '../util/concurrency.js';
 import { FormatError } from '../util/errors.js';
 
 export const HOTSET_VERSION = 1;
@@ -146,4 +148,47 @@ export function packRanges(slices: readonly PackSlice[], rangeBytes: number): Pa
   }
   if (cur.length > 0) out.push(cur);
   return out;
+}
+
+/** Where the objects cut out of a pack go (fetchPackSlices). */
+export interface SliceSink {
+  /** An object whose bytes matched its hash (a copy, not a view of the range). */
+  good(entry: HotEntry, data: Buffer): void;
+  /** An object that did not match its hash, or whose range could not be read (`err`). */
+  bad(entry: HotEntry, err?: unknown): void;
+}
+
+/**
+ * Fetches slices of a pack with `get` (a ranged GET of the pack; `base` is added to every slice offset),
+ * grouped by packRanges into ranges of about `rangeBytes`, `parallelism` at once; each object is verified
+ * by hash before it reaches the sink. Never throws for a failed range: its objects go to `bad`.
+ */
+export async function fetchPackSlices(
+  get: (offset: number, length: number) => Promise<Buffer>,
+  slices: readonly PackSlice[],
+  opts: { base?: number; rangeBytes: number; parallelism: number },
+  sink: SliceSink,
+): Promise<void> {
+  await mapLimit(packRanges(slices, opts.rangeBytes), opts.parallelism, async (range) => {
+    const first = range[0];
+    const last = range[range.length - 1];
+    if (!first || !last) return;
+    let data: Buffer;
+    try {
+      data = await get((opts.base ?? 0) + first.offset, last.offset + last.entry.size - first.offset);
+    } catch (e) {
+      for (const s of range) sink.bad(s.entry, e);
+      return;
+    }
+    cutSlices(data, first.offset, range, sink);
+  });
+}
+
+/** Hands each slice found in `data` (which starts at pack offset `at`) to the sink, verified by hash. */
+export function cutSlices(data: Buffer, at: number, slices: readonly PackSlice[], sink: SliceSink): void {
+  for (const s of slices) {
+    const piece = data.subarray(s.offset - at, s.offset - at + s.entry.size);
+    if (piece.length === s.entry.size && hashBuffer(piece) === s.entry.hash) sink.good(s.entry, Buffer.from(piece));
+    else sink.bad(s.entry);
+  }
 }

@@ -30,13 +30,18 @@ export class ReuseLog {
 }
 
 export class ObjectStore {
+  /** When set, every meta object this store writes is also handed to it (push keeps its trees for the namespace pack). */
+  memo: { add(hash: string, data: Buffer): void } | null = null;
+
   constructor(readonly store: Store, readonly org: string, readonly reuse: ReuseLog | null = null) {
     validateName('org', org);
   }
 
   /** The same objects, recording every dedupe hit in `log`. */
   tracking(log: ReuseLog): ObjectStore {
-    return new ObjectStore(this.store, this.org, log);
+    const o = new ObjectStore(this.store, this.org, log);
+    o.memo = this.memo;
+    return o;
   }
 
   /**
@@ -89,10 +94,16 @@ export class ObjectStore {
 
   private async putMeta(data: Buffer, hash = hashBuffer(data)): Promise<string> {
     const key = metaKey(this.org, hash);
+    this.memo?.add(hash, data);
     // A small object is cheaper to write again (idempotent) than to ask about first: one round trip.
     if (data.length <= SMALL_OBJECT || !(await this.store.has([key])).has(key)) await this.store.put(key, data);
     else this.reuse?.meta.set(hash, data);
     return hash;
+  }
+
+  /** The verified bytes of tree (or any meta object) `hash`. */
+  async getTreeData(hash: string): Promise<Buffer> {
+    return this.getMeta(hash);
   }
 
   async getTree(hash: string): Promise<Tree> {

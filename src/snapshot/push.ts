@@ -36,6 +36,7 @@ import { Excludes } from './excludes.js';
 import { commitSnapshot } from './commit.js';
 import { GcFence, reverifyReused, type EpochState, type FenceOptions } from './gcfence.js';
 import { readHead, type HeadRecord } from './heads.js';
+import { storeNsPack, TreeMemo, wantsNsPack } from './nspack.js';
 import { ObjectStore, ReuseLog } from './objects.js';
 import { OsHelper } from './oshelper.js';
 import type { EntryKind, TreeEntry } from '../model/tree.js';
@@ -449,6 +450,8 @@ const BIG_BLOCK = 1024 * 1024;
 export async function pushDirectory(dir: string, store: Store, org: string, home: string, opts: PushOptions = {}): Promise<PushResult> {
   const t0 = performance.now();
   const objects = new ObjectStore(store, org).tracking(new ReuseLog());
+  const memo = wantsNsPack(store.url) ? new TreeMemo() : null;
+  objects.memo = memo;
   const abs = resolve(dir);
   let rootSt: BigIntStats;
   try {
@@ -593,6 +596,11 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
     reason: opts.reason ?? 'push',
     ...(opts.host !== undefined ? { host: opts.host } : {}),
   }, { fence: { gc: fence, since, reverify: reverifyReused(objects, gone) } });
+  // The namespace pack, from the trees this push wrote (a hint: a failure leaves the push as it is).
+  if (objects.memo instanceof TreeMemo) {
+    const memo = objects.memo;
+    await storeNsPack(store, org, home, root.tree as string, async (h) => memo.get(h) ?? objects.getTreeData(h)).catch(() => 0);
+  }
   p.startPhase('done');
   return {
     snapshot,

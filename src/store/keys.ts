@@ -8,6 +8,7 @@
  *   <org>/homes/<home>/LEASE            which host holds the home read-write, until when
  *   <org>/homes/<home>/HOTSET           what the last session read, in order (snapshot/hotset.ts); a hint
  *   <org>/homes/<home>/WAKEPACK         the small objects of HOTSET, concatenated; a hint
+ *   <org>/homes/<home>/NSPACK           every tree of a recent snapshot, concatenated (snapshot/nspack.ts); a hint
  *   <org>/gc/<epoch>                    a gc run announced (snapshot/gcfence.ts); created only if absent
  *   <org>/gc/<epoch>.done               that run is over
  *
@@ -118,6 +119,11 @@ export function hotsetKey(org: string, home: string): string {
 /** The home's wake pack: the small objects its hot-set record marks as packed, back to back. */
 export function wakePackKey(org: string, home: string): string {
   return `${homePrefix(org, home)}WAKEPACK`;
+}
+
+/** The home's namespace pack: the trees of one of its snapshots, with an index; replaced whole, never relied on. */
+export function nsPackKey(org: string, home: string): string {
+  return `${homePrefix(org, home)}NSPACK`;
 }
 
 export function gcPrefix(org: string): string {

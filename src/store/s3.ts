@@ -109,6 +109,13 @@ export function formatS3Url(loc: S3Location): string {
   return `s3://${loc.bucket}${loc.prefix ? `/${loc.prefix}` : ''}${qs ? `?${decodeURIComponent(qs)}` : ''}`;
 }
 
+/**
+ * SDK middleware every request would run for nothing here (docs/decisions.md has the measurement): the
+ * SDK's logger (no logger is configured), the User-Agent builder and the Lambda recursion-detection
+ * header. (The retry middleware stays although retries are off: signing is anchored to it.)
+ */
+const UNNEEDED_MIDDLEWARE = ['loggerMiddleware', 'getUserAgentMiddleware', 'recursionDetectionMiddleware'];
+
 export class S3Store implements Store {
   readonly url: string;
   protected readonly client: S3Client;
@@ -117,7 +124,7 @@ export class S3Store implements Store {
   private bucketChecked: Promise<void> | undefined;
   private readonly pageSize: number;
 
-  constructor(readonly loc: S3Location, opts: { clientConfig?: S3ClientConfig; listPageSize?: number } = {}) {
+  constructor(readonly loc: S3Location, opts: { clientConfig?: S3ClientConfig; listPageSize?: number; lean?: boolean } = {}) {
     this.pageSize = Math.min(1000, opts.listPageSize ?? 1000);
     this.url = formatS3Url(loc);
     this.keyPrefix = loc.prefix ? `${loc.prefix}/` : '';
@@ -141,6 +148,7 @@ export class S3Store implements Store {
     if (loc.region) config.region = loc.region;
     if (loc.profile) config.profile = loc.profile;
     this.client = new S3Client(config);
+    if (opts.lean ?? true) for (const name of UNNEEDED_MIDDLEWARE) this.client.middlewareStack.remove(name);
   }
 
   protected objectKey(key: string): string {

@@ -1,0 +1,119 @@
+/**
+ * Prefetch of a git work tree on the first lookup of its `.git/index` (issue 11, "agent resumes"). On a host
+ * other than the one that wrote the index, every entry's recorded `st_ino` differs from what the mount
+ * reports, so `git status` re-reads and hashes each tracked file, one at a time, in index order: over a
+ * store one network hop away, one round trip per file. When the mount first sees the index looked up, this
+ * reads it (git index versions 2 and 3; others are left alone), resolves its paths through the view, and
+ * hands the blocks of the small, clean, uncached files to the cache's prefetch queue in index order, within
+ * a byte budget, so git finds them cached or in flight.
+ *
+ * Only a hint: an index that cannot be read or parsed, or a path that does not resolve, just prefetches
+ * less. Each git directory is handled once per mount.
+ */
+import type { Inode } from '../inodes/types.js';
+import type { HomeView } from '../inodes/view.js';
+
+export interface GitIndexOptions {
+  /** Files larger than this are not prefetched, and the index itself is not read beyond 64 MiB. */
+  maxFileBytes: number;
+  /** Bytes prefetched per work tree (0: off). */
+  budgetBytes: number;
+}
+
+const MAX_INDEX_BYTES = 64 * 1024 * 1024;
+
+/** The paths of a git index of version 2 or 3, in index order; null for anything else. */
+export function gitIndexPaths(buf: Buffer): string[] | null {
+  if (buf.length < 12 || buf.toString('latin1', 0, 4) !== 'DIRC') return null;
+  const version = buf.readUInt32BE(4);
+  if (version !== 2 && version !== 3) return null;
+  const count = buf.readUInt32BE(8);
+  const out: string[] = [];
+  let at = 12;
+  for (let i = 0; i < count; i++) {
+    if (at + 62 > buf.length) return null;
+    const flags = buf.readUInt16BE(at + 60);
+    const extended = version === 3 && (flags & 0x4000) !== 0;
+    const nameAt = at + 62 + (extended ? 2 : 0);
+    const end = buf.indexOf(0, nameAt);
+    if (end < 0) return null;
+    out.push(buf.toString('utf8', nameAt, end));
+    at += (nameAt - at + (end - nameAt) + 8) & ~7; // entries are NUL-padded to a multiple of 8 bytes
+  }
+  return out;
+}
+
+export class GitIndexPrefetch {
+  private readonly seen = new Set<number>();
+
+  constructor(
+    private readonly view: HomeView,
+    private readonly blocks: {
+      get(hash: string): Promise<Buffer>;
+      has(hash: string): boolean;
+      prefetch(hashes: readonly string[]): void;
+    },
+    private readonly opts: GitIndexOptions,
+  ) {}
+
+  /** The view looked up `name` in directory `parent`: starts the prefetch on a first `.git/index`. */
+  lookedUp(parent: number, name: string, node: Inode): void {
+    if (name !== 'index' || node.kind !== 'file' || this.opts.budgetBytes <= 0 || this.seen.has(parent)) return;
+    const work = this.view.journal.get(parent)?.parents[0];
+    if (work === undefined || this.view.journal.child(work, '.git') !== parent) return;
+    this.seen.add(parent);
+    this.run(work, node).catch(() => undefined);
+  }
+
+  private async run(work: number, index: Inode): Promise<void> {
+    const c = index.content;
+    if (c?.state !== 'clean' || c.sealed.size > MAX_INDEX_BYTES) return;
+    const parts = await Promise.all(c.sealed.blocks.map((h) => this.blocks.get(h)));
+    const paths = gitIndexPaths(Buffer.concat(parts).subarray(0, c.sealed.size));
+    if (!paths) return;
+    const dirs = new Map<string, number>([['', work]]);
+    const want: string[] = [];
+    let bytes = 0;
+    for (const p of paths) {
+      const slash = p.lastIndexOf('/');
+      const dir = await this.resolveDir(dirs, slash < 0 ? '' : p.slice(0, slash));
+      if (dir === undefined) continue;
+      const f = this.child(dir, p.slice(slash + 1));
+      const fc = f?.kind === 'file' ? f.content : undefined;
+      const hash = fc?.state === 'clean' && fc.sealed.blocks.length === 1 ? fc.sealed.blocks[0] : undefined;
+      if (!fc || hash === undefined || fc.sealed.size > this.opts.maxFileBytes || this.blocks.has(hash)) continue;
+      if (bytes + fc.sealed.size > this.opts.budgetBytes) break;
+      bytes += fc.sealed.size;
+      want.push(hash);
+      if (want.length >= 256) this.blocks.prefetch(want.splice(0)); // start while the rest resolves
+    }
+    if (want.length > 0) this.blocks.prefetch(want);
+  }
+
+  private child(dir: number, name: string): Inode | undefined {
+    try {
+      return this.view.lookup(dir, name);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The inode of work-tree directory `rel` (loading directories on the way), or undefined. */
+  private async resolveDir(dirs: Map<string, number>, rel: string): Promise<number | undefined> {
+    const known = dirs.get(rel);
+    if (known !== undefined) return known < 0 ? undefined : known;
+    const slash = rel.lastIndexOf('/');
+    const parent = await this.resolveDir(dirs, slash < 0 ? '' : rel.slice(0, slash));
+    let ino: number | undefined;
+    if (parent !== undefined) {
+      await this.view.ensureLoaded(parent);
+      const d = this.child(parent, rel.slice(slash + 1));
+      if (d?.kind === 'dir') {
+        await this.view.ensureLoaded(d.ino);
+        ino = d.ino;
+      }
+    }
+    dirs.set(rel, ino ?? -1);
+    return ino;
+  }
+}

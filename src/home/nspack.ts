@@ -1,0 +1,146 @@
+/**
+ * The namespace pack of a mounted home (format: snapshot/nspack.ts, docs/format.md): at wake, before the
+ * tree walk, every tree of the pack is brought into the block cache from a few ranged GETs (the first one
+ * holds the index and the first trees), so `find` or `ls -R` on a fresh host costs a few round trips; at
+ * sleep, a pack of the final snapshot's trees is written unless the one read at wake was already of that
+ * root.
+ *
+ * The pack is only ever a hint: each tree is verified by its hash before the cache takes it (a tree that
+ * fails is left to the walk, which fetches it alone), a pack that does not decode is ignored, and nothing
+ * here can fail a mount or a sleep: errors are logged and the wake is merely colder.
+ */
+import type { Logger } from 'pino';
+import { defaults } from '../config.js';
+import { nsPackIndexLength, NSPACK_HEADER, NSPACK_ROOT, readNsPack, storeNsPack } from '../snapshot/nspack.js';
+import { nsPackKey } from '../store/keys.js';
+import type { Store } from '../store/store.js';
+import { FormatError, errorMessage } from '../util/errors.js';
+
+/** The part of the block cache the pack uses (BlockCache's public API). */
+export interface NsCache {
+  has(kind: 'meta', hash: string): boolean;
+  get(kind: 'meta', hash: string): Promise<Buffer>;
+  put(kind: 'meta', hash: string, data: Buffer): Promise<void>;
+}
+
+export type NsPackOptions = typeof defaults.nsPack;
+
+/** What loading the pack did (reported by `status`). */
+export interface NsLoadReport {
+  /** Loading has finished (the walk then fetches whatever the pack did not bring). */
+  done: boolean;
+  /** The pack was found and its index decoded; it is of the snapshot the mount serves (else an older one). */
+  found: boolean;
+  sameRoot: boolean;
+  trees: number;
+  /** Trees already cached, taken from the pack, and rejected (hash mismatch or a range that failed). */
+  cached: number;
+  fromPack: number;
+  rejected: number;
+  /** Ranged GETs made, and bytes they returned. */
+  requests: number;
+  bytesFetched: number;
+  ms: number;
+}
+
+export class NsPack {
+  /** The root of the pack found at wake (null: none, or not read). */
+  private loadedRoot: string | null = null;
+  report: NsLoadReport | null = null;
+
+  constructor(
+    private readonly store: Store,
+    private readonly org: string,
+    private readonly home: string,
+    private readonly cache: NsCache,
+    private readonly log: Logger,
+    private readonly opts: NsPackOptions = defaults.nsPack,
+  ) {}
+
+  /** Brings the pack's trees into the cache. Never throws. */
+  async load(root: string): Promise<NsLoadReport> {
+    const t0 = performance.now();
+    const r: NsLoadReport = { done: false, found: false, sameRoot: false, trees: 0, cached: 0, fromPack: 0, rejected: 0, requests: 0, bytesFetched: 0, ms: 0 };
+    this.report = r;
+    try {
+      await this.loadInto(r, root);
+    } catch (e) {
+      this.log.warn({ op: 'nspack.load', err: errorMessage(e) }, 'namespace pack not used; the wake fetches trees one by one');
+    }
+    r.ms = Math.round(performance.now() - t0);
+    r.done = true;
+    this.log.info({ op: 'nspack.load', ...r }, 'namespace pack loaded');
+    return r;
+  }
+
+  private async range(offset: number, length: number, r: NsLoadReport): Promise<Buffer> {
+    r.requests++;
+    const data = await this.store.getRange(nsPackKey(this.org, this.home), offset, length);
+    r.bytesFetched += data.length;
+    return data;
+  }
+
+  private async loadInto(r: NsLoadReport, root: string): Promise<void> {
+    const puts: Array<Promise<void>> = [];
+    let index;
+    try {
+      index = await readNsPack((offset, length) => this.range(offset, length, r), {
+        wants: (hash) => {
+          if (!this.cache.has('meta', hash)) return true;
+          r.cached++;
+          return false;
+        },
+        tree: (hash, data) => {
+          r.fromPack++;
+          puts.push(this.cache.put('meta', hash, data).catch(() => undefined));
+        },
+        rejected: (hash, err) => {
+          r.rejected++;
+          if (err !== undefined) this.log.debug({ op: 'nspack.load', hash, err: errorMessage(err) }, 'namespace pack range failed; the walk fetches its trees');
+        },
+      }, this.opts, `namespace pack of ${this.org}/${this.home}`);
+    } catch (e) {
+      if (!(e instanceof FormatError)) throw e;
+      this.log.warn({ op: 'nspack.load', err: e.message }, 'namespace pack ignored');
+      return;
+    } finally {
+      await Promise.all(puts);
+    }
+    if (!index) return;
+    r.found = true;
+    r.sameRoot = index.root === root;
+    r.trees = index.slices.length;
+    this.loadedRoot = index.root;
+    if (r.rejected > 0) {
+      this.loadedRoot = null; // the sleep writes a sound pack again
+      this.log.warn({ op: 'nspack.load', rejected: r.rejected }, 'namespace pack trees missing or damaged; the walk fetches them');
+    }
+  }
+
+  /** The root of the stored pack, from its header (one small ranged GET; null: none or unreadable). */
+  private async storedRoot(): Promise<string | null> {
+    try {
+      const head = await this.store.getRange(nsPackKey(this.org, this.home), 0, NSPACK_HEADER);
+      nsPackIndexLength(head);
+      return head.toString('hex', NSPACK_ROOT, NSPACK_ROOT + 32);
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Writes the pack of `root` unless the pack read at wake already was of it. Trees come from the cache
+   * (the wake's walk brought them all in; any missing one is fetched). Never throws.
+   */
+  async save(root: string): Promise<void> {
+    try {
+      if (this.report === null) this.loadedRoot = await this.storedRoot();
+      if (root === this.loadedRoot) return;
+      const bytes = await storeNsPack(this.store, this.org, this.home, root, (h) => this.cache.get('meta', h), this.opts);
+      if (bytes > 0) this.loadedRoot = root;
+      this.log.info({ op: 'nspack.save', root, bytes }, bytes > 0 ? 'namespace pack stored' : 'namespace too big for a pack');
+    } catch (e) {
+      this.log.warn({ op: 'nspack.save', err: errorMessage(e) }, 'cannot store the namespace pack; the next wake fetches trees one by one');
+    }
+  }
+}
