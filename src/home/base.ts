@@ -9,13 +9,15 @@
  * HEAD's generation with a tombstone (the previous holder's next segment then fails). If the newest valid
  * segment was written by this state directory, its journal already holds it; otherwise the segment is
  * absorbed: its objects are uploaded and HEAD advances to its snapshot, which also fences the old holder.
+ * When HEAD's snapshot names a log tail (segments of the generation below, written during the seal that made
+ * HEAD), that log is claimed too and its tail counts when HEAD's own log is empty.
  */
 import type { Logger } from 'pino';
 import { mkdirSync, rmSync } from 'node:fs';
 import { journalTestOptions } from '../config.js';
 import { Journal } from '../inodes/journal.js';
 import { advanceHead, readHead, type HeadRecord } from '../snapshot/heads.js';
-import { claimLog, pendingSegment, segmentObjects, type Segment } from '../snapshot/homelog.js';
+import { claimLog, headTail, pendingSegment, segmentObjects, type Segment } from '../snapshot/homelog.js';
 import type { ObjectStore } from '../snapshot/objects.js';
 import type { Snapshot, SnapshotStats } from '../model/tree.js';
 import { HeadConflictError, UserError } from '../util/errors.js';
@@ -91,9 +93,11 @@ async function choose(
   let claimed: { gen: number; tombstone: number } | null = null;
   let seg: Segment | null = null;
   if (head && writer !== null) {
-    const c = await claimLog(objects.store, org, home, head.gen, writer);
+    const [c, tail] = await Promise.all([claimLog(objects.store, org, home, head.gen, writer), headTail(objects.store, org, head)]);
+    // HEAD's log tail (segments written while the seal that made HEAD ran) is claimed too: its writer may still write.
+    const t = tail ? await claimLog(objects.store, org, home, tail.gen, writer) : null;
     claimed = { gen: head.gen, tombstone: c.tombstone };
-    seg = await pendingSegment(objects.store, org, home, head, (msg) => log.error({ org, home }, msg), c.seqs);
+    seg = await pendingSegment(objects.store, org, home, head, (msg) => log.error({ org, home }, msg), c.seqs, t?.seqs);
   }
   let advanced = false;
   const absorb = async (h: HeadRecord, s: Segment): Promise<HeadRecord> => {

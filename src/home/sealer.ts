@@ -48,6 +48,17 @@ export class Sealer<R> {
     }
   }
 
+  /** A run for another reason than fsync is queued behind the running one. */
+  get sealQueued(): boolean {
+    return this.next !== null && this.nextReasons.some((r) => r !== 'fsync');
+  }
+
+  /** Resolves once the running run (if any) has ended and the queued one (if any) has started. */
+  async runningSettled(): Promise<void> {
+    await this.running?.catch(() => undefined);
+    await new Promise<void>((r) => setImmediate(r));
+  }
+
   get busy(): boolean {
     return this.running !== null;
   }

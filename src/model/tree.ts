@@ -72,4 +72,10 @@ export interface Snapshot {
    * fsync'd changes may be in the home's log (snapshot/homelog.ts). Absent: version 1, nothing required.
    */
   features?: string[];
+  /**
+   * Feature `log-tail`: log segments of generation `gen` (this snapshot's base) from sequence number `seq` on
+   * were written while this snapshot was being sealed, after it captured everything: when this snapshot is
+   * HEAD `gen + 1` and that generation's own log is empty, they are newer than it (snapshot/homelog.ts).
+   */
+  logTail?: { gen: number; seq: number };
 }
