@@ -131,6 +131,8 @@ export class MountedHome {
   private sealing: { gen: number; seq: number; walked: Promise<ReuseLog | null> } | null = null;
   /** Group commit of the segments written while a seal runs, one at a time (true: the fsync is in the log). */
   private readonly tailer: Sealer<boolean>;
+  /** The last tail segment started (settled when it landed or failed): the next seal or segment captures after it. */
+  private tailWrite: Promise<void> = Promise.resolve();
 
   private constructor(
     readonly cfg: MountConfig,
@@ -410,8 +412,22 @@ export class MountedHome {
   private async sealNow(reason: string): Promise<SealResult | null> {
     if (this.cfg.readOnly) return null;
     if (this.fenced) throw new LogFencedError(`${this.cfg.org}/${this.cfg.home}`);
+    // A seal (not an fsync's segment) takes fsyncs to its log tail from now on (they wait for its capture).
+    const tail = reason !== 'fsync' && this.lease && this.cfg.fsync === 'store' ? this.logReady() : null;
+    let walked: (r: ReuseLog | null) => void = () => undefined;
+    const sealing = tail && this.journal.base().gen === tail.gen ? { gen: tail.gen, seq: tail.nextSeq, walked: new Promise<ReuseLog | null>((r) => (walked = r)) } : null;
+    if (sealing) this.sealing = sealing;
+    try {
+      return await this.sealOrLog(reason, sealing, walked);
+    } finally {
+      walked(null);
+      if (sealing && this.sealing === sealing) this.sealing = null;
+    }
+  }
+
+  private async sealOrLog(reason: string, sealing: MountedHome['sealing'], walked: (r: ReuseLog | null) => void): Promise<SealResult | null> {
     // A segment still in flight from the last seal's tail is captured before anything this run captures.
-    await this.tailer.idle();
+    await this.tailWrite;
     if (reason !== 'fsync') await this.flushKernel();
     if (this.lease?.lost) throw new UserError('this mount lost its lease to another host; its changes stay local and are not sealed');
     const l = reason === 'fsync' && this.lease ? this.logReady() : null;
@@ -424,10 +440,6 @@ export class MountedHome {
     // Until this seal commits, blocks it records as sealed may be referenced by no HEAD: no log segment may rely on them
     // (but for its tail: segments written once it has captured everything, while none relies on a deduplicated block).
     const base = this.journal.base();
-    const tail = this.lease ? this.logReady() : null;
-    let walked: (r: ReuseLog | null) => void = () => undefined;
-    if (tail && base.gen === tail.gen) this.sealing = { gen: tail.gen, seq: tail.nextSeq, walked: new Promise((r) => (walked = r)) };
-    const sealing = this.sealing;
     this.journal.setMeta(LOG_OK, null);
     try {
       const r = await seal({ ...this.sealDeps(), ...(sealing ? { tail: { seq: sealing.seq, walked } } : {}) }, reason);
@@ -457,9 +469,6 @@ export class MountedHome {
       this.hooks.metrics.errors.inc({ kind: 'seal' });
       this.log.error({ op: 'seal', reason, err: this.lastError }, 'seal failed');
       throw e;
-    } finally {
-      walked(null);
-      if (this.sealing === sealing) this.sealing = null;
     }
   }
 
@@ -478,7 +487,9 @@ export class MountedHome {
     const started = Date.now();
     const seq = l.nextSeq++;
     try {
-      const r = await sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: this.lease.token }, 'fsync', defaults.logMaxBytes, () => reuse.blocks.size === 0);
+      const write = sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: this.lease.token }, 'fsync', defaults.logMaxBytes, () => reuse.blocks.size === 0);
+      this.tailWrite = write.then(() => undefined, () => undefined);
+      const r = await write;
       if (r) this.logged(r, started, 'log-tail');
       return true;
     } catch (e) {

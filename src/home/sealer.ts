@@ -11,6 +11,11 @@ export class Sealer<R> {
   constructor(private readonly run: (reason: string) => Promise<R>) {}
 
   request(reason: string): Promise<R> {
+    // A seal asked for while only fsyncs are queued runs after them: they keep their one-round-trip segment.
+    if (this.next && reason !== 'fsync' && !this.nextReasons.some((r) => r !== 'fsync')) {
+      const again = (): Promise<R> => this.request(reason);
+      return this.next.then(again, again);
+    }
     if (this.next) {
       this.nextReasons.push(reason);
       return this.next;
