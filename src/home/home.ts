@@ -375,6 +375,7 @@ export class MountedHome {
    */
   private async logNow(l: { gen: number; nextSeq: number }, writer: string): Promise<boolean> {
     const started = Date.now();
+    if (this.lease && !(await this.lease.confirmed())) throw new UserError('this mount cannot confirm its lease (lost to another host, or the store is unreachable): its fsync is not in the store');
     const seq = l.nextSeq++; // never reused, even after a failure (the entry may exist with this mount's bytes)
     try {
       const r = await sealToLog(this.sealDeps(), { gen: l.gen, seq, writer }, 'fsync', defaults.logMaxBytes);
@@ -485,6 +486,7 @@ export class MountedHome {
     const reuse = await s.walked;
     if (reuse === null || this.logState !== l) return false;
     const started = Date.now();
+    if (!(await this.lease.confirmed())) return false;
     const seq = l.nextSeq++;
     try {
       const write = sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: this.lease.token }, 'fsync', defaults.logMaxBytes, () => reuse.blocks.size === 0);

@@ -314,11 +314,22 @@ export async function liveHead(objects: ObjectStore, home: string, warn: (msg: s
 const TOMBSTONE_MAX = 1024;
 
 /**
- * Deletes the segments of generations below `gen` (absorbed by HEAD `gen`, or fenced), except `keep`: the
- * log tail of HEAD `gen` (its segments from `keep.seq` on). Tombstones stay: a fenced holder that wakes up
- * late must still find its next sequence number taken.
+ * How long a tombstone fences at least. A holder writes a segment only within the lease TTL of a look that
+ * showed the lease still its own (`Lease.confirmed`), and that segment lands within the store's retry
+ * deadline; a tombstone is created after the taker claimed the lease. So a tombstone older than TTL + retry
+ * deadline can no longer meet a segment of the holder it fenced; a day leaves room for clock skew.
  */
-export async function dropOldLogs(store: Store, org: string, home: string, gen: number, keep: { gen: number; seq: number } | null = null): Promise<number> {
+export const TOMBSTONE_KEEP_MS = 24 * 3600_000;
+
+/**
+ * Deletes the segments of generations below `gen` (absorbed by HEAD `gen`, or fenced), except `keep`: the
+ * log tail of HEAD `gen` (its segments from `keep.seq` on). Tombstones go too once no reader looks at their
+ * log (generations below `gen - 1`: readers read HEAD's log and its tail's) and they are older than
+ * `TOMBSTONE_KEEP_MS` (by the store's clock, against `nowMs`); younger ones stay to fence a paused holder.
+ */
+export async function dropOldLogs(
+  store: Store, org: string, home: string, gen: number, keep: { gen: number; seq: number } | null = null, nowMs: number = Date.now(),
+): Promise<number> {
   const prefix = logsPrefix(org, home);
   let n = 0;
   for await (const o of store.list(prefix)) {
@@ -327,7 +338,8 @@ export async function dropOldLogs(store: Store, org: string, home: string, gen: 
     if (keep && decodeGen(g) === keep.gen && /^[0-9]{13}$/.test(q) && decodeGen(q) >= keep.seq) continue;
     if (o.size < TOMBSTONE_MAX) {
       const b = await store.get(o.key).catch(() => null);
-      if (b === null || isTombstone(b)) continue;
+      if (b === null) continue;
+      if (isTombstone(b) && (decodeGen(g) >= gen - 1 || nowMs - o.mtimeMs < TOMBSTONE_KEEP_MS)) continue;
     }
     await store.delete(o.key);
     n++;
