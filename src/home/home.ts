@@ -37,7 +37,7 @@ import { withHeadDelay } from '../store/faulty.js';
 import type { Store } from '../store/store.js';
 import { retrying } from '../util/backoff.js';
 import { HeadConflictError, UserError, errorMessage } from '../util/errors.js';
-import { chooseBase, LOG_OK, LOG_SEQ } from './base.js';
+import { chooseBase, LOG_OK, LOG_SEQ, readOnlyStore } from './base.js';
 import { serveControl, type ControlReply, type ControlRequest } from './control.js';
 import { Lease } from './lease.js';
 import { homePaths, type HomePaths } from './paths.js';
@@ -176,7 +176,11 @@ export class MountedHome {
       };
       const opened = await openStore(cfg.storeUrl, { write: !cfg.readOnly, create: !cfg.readOnly, onRetry });
       const { headDelayMs } = storeTestOptions();
-      const store = new MeteredStore(headDelayMs ? withHeadDelay(opened, headsPrefix(cfg.org, cfg.home), headDelayMs) : opened, hooks.metrics.storeMeters());
+      const readable = cfg.readOnly ? await readOnlyStore(opened, cfg.org, cfg.home, log).catch(async (e: unknown) => {
+        await opened.close();
+        throw e;
+      }) : opened;
+      const store = new MeteredStore(headDelayMs ? withHeadDelay(readable, headsPrefix(cfg.org, cfg.home), headDelayMs) : readable, hooks.metrics.storeMeters());
       undo.push(() => store.close());
       const objects = new ObjectStore(store, cfg.org);
       const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log });
