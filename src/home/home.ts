@@ -438,7 +438,7 @@ export class MountedHome {
     const l = reason === 'fsync' && this.lease ? this.logReady() : null;
     if (l && this.lease && (await this.logNow(l, this.lease.token))) {
       // Absorb the log in the background before it is full; fsyncs meanwhile go to its tail.
-      if (this.logSegments * 2 >= defaults.logMaxSegments || this.logBytes * 2 >= defaults.logMaxBytes) setImmediate(() => this.sealer.request('log').catch(() => undefined));
+      if (this.logSegments * 2 >= defaults.logMaxSegments || this.logBytes * 2 >= defaults.logMaxBytes) setImmediate(() => this.sealer.request('absorb').catch(() => undefined));
       return null;
     }
     const started = Date.now();
@@ -488,9 +488,9 @@ export class MountedHome {
     const l = this.logState;
     if (!s || !l || l.gen !== s.gen || !this.lease || this.fenced || this.lease.lost) return false;
     const reuse = await s.walked;
-    if (reuse === null || this.logState !== l) return false;
+    if (reuse === null) return false;
     const started = Date.now();
-    if (!(await this.lease.confirmed())) return false;
+    if (!(await this.lease.confirmed()) || this.logState !== l) return false; // (the seal may have committed meanwhile)
     const seq = l.nextSeq++;
     try {
       const write = sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: this.lease.token }, 'fsync', defaults.logMaxBytes, () => reuse.blocks.size === 0);

@@ -65,7 +65,7 @@ export interface Snapshot {
   stats: SnapshotStats;
   /** Mode, owner and mtime of the root directory (absent in older snapshots: pull then uses 0755). */
   rootAttrs?: RootAttrs;
-  /** Why it was sealed: push, fsync, idle, sync, sleep, fork, rollback, takeover. */
+  /** Why it was sealed: push, fsync, idle, sync, sleep, absorb (the fsync log filled past half), fork, rollback, takeover. */
   reason?: string;
   /**
    * What a reader must know to read the home this snapshot is HEAD of (snapshot version 2): `log` means
