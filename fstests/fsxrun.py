@@ -2,12 +2,13 @@
 """The fsx tester (fstests/fsx.py) for a given number of operations, without the suite's time limits:
 the 1,000,000-op run with fsync does not fit them on a loaded host.
 
-  fstests/fsxrun.py OPS [--seed S] [--keep]
+  fstests/fsxrun.py OPS [--seed S] [--only small,medium,large] [--keep]
 
 Mounts a fresh home over a file:// store (default `--fsync store`: every fsync, fdatasync and msync(MS_SYNC)
 is a log segment or a seal), runs fsx.py's three files one after another with OPS split as the full suite
 splits its 1,000,000 (small 80 %, medium 15 %, large 5 %), then puts the home to sleep and verifies the
-store. Prints each file's result; the last line is `fsxrun: OK ...` or `fsxrun: FAILED ...` (exit 1).
+store. `--only` runs some of the files (still their share of OPS: `1000000 --only large` is the 50,000
+large-file operations of the million, with the same seed as in the whole run). Prints each file's result; the last line is `fsxrun: OK ...` or `fsxrun: FAILED ...` (exit 1).
 """
 import argparse
 import os
@@ -46,6 +47,7 @@ def main():
     ap = argparse.ArgumentParser(prog='fstests/fsxrun.py')
     ap.add_argument('ops', type=int)
     ap.add_argument('--seed', type=int)
+    ap.add_argument('--only', help='comma-separated: small, medium, large')
     ap.add_argument('--keep', action='store_true')
     a = ap.parse_args()
     seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1, 2**31)
@@ -60,6 +62,8 @@ def main():
         d = os.path.join(mnt, 'fsx')
         os.makedirs(d)
         for k, (name, share, maxsize, maxlen, full_every, seals) in enumerate(FILES, start=1):
+            if a.only and name not in a.only.split(','):
+                continue
             scratch = os.path.join(base, 'scratch', name)
             os.makedirs(scratch)
             t1 = time.monotonic()
