@@ -10,7 +10,10 @@ each as the median of --rounds runs:
   rootfile   write 4 KiB + fsync of a file at the root
   replace    write tmp + fsync + rename over + fsync of the directory (5 levels deep)
   gitcommit  `git commit` of one changed file in a small repository
-Usage: bench/fsync_latency.py [--homefs DIR] [--latency-ms 20] [--rounds 20] [--label TEXT]
+With --sustained S (seconds), then: --writers threads each write 4 KiB + fsync a file of their own in a loop
+while another thread forces seals (`homefs sync` after writing 256 KiB unsynced) back to back; it prints
+p50/p99/max of those fsyncs, of the fsyncs that overlapped a forced seal, and the seals' durations.
+Usage: bench/fsync_latency.py [--homefs DIR] [--latency-ms 20] [--rounds 20] [--label TEXT] [--sustained S] [--writers 4] [--only-sustained]
 (--homefs: a homefs checkout with dist/ built; default this one, so two builds can be compared.)"""
 import argparse
 import os
@@ -18,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 
@@ -59,12 +63,79 @@ def write_fsync(path, data):
         os.close(fd)
 
 
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else float('nan')
+
+
+def sustained(homefs, mnt, seconds, writers):
+    """fsync latencies (ms) of `writers` loops while forced seals run back to back; which overlapped a seal."""
+    stop = time.monotonic() + seconds
+    lat, during, seals = [], [], []
+    sealing = []  # (start, end) of each forced seal
+    lock = threading.Lock()
+    data = os.urandom(4096)
+    os.makedirs(os.path.join(mnt, 'sustained', 'bulk'), exist_ok=True)
+
+    def writer(k):
+        path = os.path.join(mnt, 'sustained', f'w{k}')
+        while time.monotonic() < stop:
+            t0 = time.monotonic()
+            write_fsync(path, data)
+            t1 = time.monotonic()
+            with lock:
+                lat.append((t0, t1))
+
+    def sealer():
+        i = 0
+        while time.monotonic() < stop:
+            with open(os.path.join(mnt, 'sustained', 'bulk', f'b{i}'), 'wb') as f:
+                f.write(os.urandom(256 * 1024))
+            t0 = time.monotonic()
+            subprocess.run([homefs, 'sync', mnt], check=True, capture_output=True, timeout=300)
+            t1 = time.monotonic()
+            sealing.append((t0, t1))
+            seals.append((t1 - t0) * 1000)
+            i += 1
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(writers)] + [threading.Thread(target=sealer)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    all_ms = [(b - a) * 1000 for a, b in lat]
+    # an fsync overlapped a forced seal if it started while `homefs sync` ran (the CLI's start-up included)
+    during = [(b - a) * 1000 for a, b in lat if any(s0 <= a <= s1 for s0, s1 in sealing)]
+    return all_ms, during, seals
+
+
+def report(a, res):
+    put = res['put']
+    print(f'## fsync latency {a.label} (added RTT {a.latency_ms:g} ms, median of {a.rounds}; load {os.getloadavg()[0]:.1f})')
+    print('| what | ms | × one PUT |')
+    print('|---|---|---|')
+    for k in ('put', 'sqlite', 'deep', 'rootfile', 'replace', 'gitcommit'):
+        if k in res:
+            print(f'| {k} | {res[k]:.1f} | {res[k] / put:.2f} |')
+    if 'sustained' in res:
+        all_ms, during, seals = res['sustained']
+        print(f'\n### sustained: {a.writers} fsync loops for {a.sustained:g} s while forced seals run back to back')
+        print('| what | n | p50 ms | p99 ms | max ms | max × one PUT |')
+        print('|---|---|---|---|---|---|')
+        for name, xs in (('every fsync', all_ms), ('fsyncs started during a forced seal', during), ('forced seal (`homefs sync`, CLI included)', seals)):
+            print(f'| {name} | {len(xs)} | {pct(xs, 50):.1f} | {pct(xs, 99):.1f} | {max(xs, default=float("nan")):.1f} | {max(xs, default=float("nan")) / put:.2f} |')
+
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--homefs', default=os.path.join(HERE, '..'))
     ap.add_argument('--latency-ms', type=float, default=20)
     ap.add_argument('--rounds', type=int, default=20)
     ap.add_argument('--label', default='')
+    ap.add_argument('--sustained', type=float, default=0, help='seconds of fsync load with forced seals (0: skip)')
+    ap.add_argument('--writers', type=int, default=4)
+    ap.add_argument('--only-sustained', action='store_true', help='skip the single-workload timings')
     ap.add_argument('--trace', action='store_true', help='print the requests of one deep fsync (start offset, method, path)')
     a = ap.parse_args()
     s3 = os.environ.get('HOMEFS_TEST_S3_URL')
@@ -92,6 +163,9 @@ def main():
         deep = os.path.join(mnt, *[f'd{i}' for i in range(8)])
         os.makedirs(deep)
         write_fsync(os.path.join(deep, 'warm'), data)
+        if a.only_sustained:
+            res['sustained'] = sustained(homefs, mnt, a.sustained, a.writers)
+            return report(a, res)
         if a.trace:
             seen = []
             orig = proxy._count
@@ -145,17 +219,14 @@ def main():
                 f.write(f'{i + 1}\n')
             subprocess.run(git + ['commit', '-qam', f'c{i}'], cwd=repo, check=True)
         res['gitcommit'] = median_ms(commit, max(3, a.rounds // 4))
+        if a.sustained > 0:
+            res['sustained'] = sustained(homefs, mnt, a.sustained, a.writers)
     finally:
         subprocess.run([homefs, 'sleep', mnt], capture_output=True, timeout=120)
         subprocess.run(['fusermount3', '-u', mnt], capture_output=True)
         proxy.stop()
         subprocess.run(['rm', '-rf', work])
-    put = res['put']
-    print(f'## fsync latency {a.label} (added RTT {a.latency_ms:g} ms, median of {a.rounds})')
-    print('| what | ms | × one PUT |')
-    print('|---|---|---|')
-    for k in ('put', 'sqlite', 'deep', 'rootfile', 'replace', 'gitcommit'):
-        print(f'| {k} | {res[k]:.1f} | {res[k] / put:.2f} |')
+    report(a, res)
 
 
 if __name__ == '__main__':

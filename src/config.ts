@@ -42,6 +42,15 @@ export function journalTestOptions(env: NodeJS.ProcessEnv = process.env): { kill
   return Number.isInteger(n) && n > 0 ? { killInCommit: n } : {};
 }
 
+/**
+ * Test fault injection, for the tests of fsync during a seal only: HOMEFS_TEST_HEAD_DELAY_MS=n makes every
+ * HEAD write of a mounted home wait n ms before it goes to the store (a seal that is slow to commit).
+ */
+export function storeTestOptions(env: NodeJS.ProcessEnv = process.env): { headDelayMs?: number } {
+  const n = Number(env.HOMEFS_TEST_HEAD_DELAY_MS);
+  return Number.isInteger(n) && n > 0 ? { headDelayMs: n } : {};
+}
+
 /** Largest file a home holds (1 TiB): a bigger write or truncate answers EFBIG, as ext4 does past 16 TiB. */
 export const MAX_FILE_BYTES = 2 ** 40;
 

@@ -1,6 +1,7 @@
 /**
  * The fsync log through a real mount and the CLI (issue 12): what an fsync returned for is in the home's
- * log, not yet sealed, and every reader (log, ls, cat, pull, diff, fork) sees it; after kill -9 a fresh host
+ * log, not yet sealed, and every reader (log, ls, cat, pull, diff, du, verify, locality, a read-only mount,
+ * fork) sees it; after kill -9 a fresh host
  * replays it. Writes go through a child process (shOk), as a user's would.
  */
 import { after, test } from 'node:test';
@@ -32,6 +33,19 @@ test('readers see what fsync logged; a fresh host replays it after kill -9', asy
   const pulled = path.join(h.root, 'pulled');
   await homefsOk(['pull', h.ref, pulled, ...store]);
   assert.equal(readFileSync(path.join(pulled, 'a/b/c/second'), 'utf8'), 'logged, not sealed');
+  const du = JSON.parse(await homefsOk(['du', h.ref, '--json', ...store])) as { homes: Array<{ snapshot: string; logicalBytes: number }> };
+  const seg = /log segment (\d+)/.exec(log)?.[1];
+  assert.ok(seg !== undefined);
+  assert.equal(du.homes[0]?.logicalBytes, 'sealed'.length + 'logged, not sealed'.length, 'du counts the logged file');
+  const verified = JSON.parse(await homefsOk(['verify', h.ref, '--full', '--json', ...store])) as { blocks: number; problems: unknown[] };
+  assert.deepEqual(verified.problems, [], 'verify finds the logged block in its segment');
+  assert.ok(verified.blocks >= 2, 'verify checks the logged block too');
+  const loc = JSON.parse(await homefsOk(['locality', h.ref, '--cache-dir', h.hostDirs('host1').cache, '--json', ...store])) as { blocks: number; snapshot: string };
+  assert.equal(loc.snapshot, du.homes[0]?.snapshot, 'locality and du look at the same (logged) snapshot');
+  assert.equal(loc.blocks, 2, 'locality counts the logged block');
+  const ro = await h.mount({ host: 'reader', mnt: h.mountpoint('ro'), extra: ['--read-only'] });
+  assert.equal(readFileSync(path.join(ro, 'a/b/c/second'), 'utf8'), 'logged, not sealed', 'a read-only mount shows the log');
+  await h.sleep(ro);
   await homefsOk(['fork', h.ref, 'acme/forked', ...store]);
   assert.equal(await homefsOk(['cat', 'acme/forked', 'a/b/c/second', ...store]), 'logged, not sealed', 'the fork holds it as an ordinary snapshot');
 

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { hashBuffer } from '../src/hash/blake3.js';
 import { decodeSnapshot, encodeSnapshot } from '../src/snapshot/codec.js';
 import { advanceHead } from '../src/snapshot/heads.js';
-import { claimLog, createEntry, decodeSegment, encodeSegment, liveHead, type Segment } from '../src/snapshot/homelog.js';
+import { claimLog, createEntry, decodeSegment, dropOldLogs, encodeSegment, liveHead, TOMBSTONE_KEEP_MS, type Segment } from '../src/snapshot/homelog.js';
 import { ObjectStore } from '../src/snapshot/objects.js';
 import { logKey } from '../src/store/keys.js';
 import { MemoryStore } from '../src/store/memory.js';
@@ -123,4 +123,52 @@ test("a log orphaned by an older homefs's --takeover (HEAD advanced to the same 
   const live = await liveHead(objects, 'alice', () => undefined);
   assert.equal(live.segment, null, 'a log below a generation with another snapshot is never replayed');
   assert.equal(live.snapshot, headId);
+});
+
+/** Stores a snapshot (no tree behind it: readers here only need its id) and returns its id. */
+async function putSnapshot(store: MemoryStore, extra: { features: string[]; logTail?: { gen: number; seq: number } }): Promise<string> {
+  const snap = encodeSnapshot({ root: 'c'.repeat(64), parent: null, home: 'acme/alice', time: '2026-12-01T00:00:00.000Z', host: 'h', stats: { files: 0, dirs: 1, bytes: 0 }, ...extra });
+  const id = hashBuffer(snap);
+  await store.put(`acme/meta/${id.slice(0, 2)}/${id}`, snap);
+  return id;
+}
+
+test("a log tail (segments of the generation below HEAD from HEAD's logTail.seq on) counts when HEAD's own log is empty", async () => {
+  const store = new MemoryStore();
+  const objects = new ObjectStore(store, 'acme');
+  await advanceHead(store, 'acme', 'alice', null, await putSnapshot(store, { features: ['log'] }));
+  await seedSegment(store, 0, 0, 'me', 'absorbed by the seal');
+  const sealed = await putSnapshot(store, { features: ['log', 'log-tail'], logTail: { gen: 0, seq: 1 } });
+  const tail = await seedSegment(store, 0, 1, 'me', 'fsync\'d while the seal ran');
+  await advanceHead(store, 'acme', 'alice', 0, sealed);
+  assert.equal((await liveHead(objects, 'alice', () => undefined)).snapshot, tail.snapshot, 'the tail is newer than the seal');
+  const own = await seedSegment(store, 1, 0, 'me', 'fsync\'d after the seal');
+  assert.equal((await liveHead(objects, 'alice', () => undefined)).snapshot, own.snapshot, "HEAD's own log comes first");
+  await advanceHead(store, 'acme', 'alice', 1, sealed); // a takeover's fence: same snapshot, one generation up
+  await store.delete(logKey('acme', 'alice', 1, 0));
+  assert.equal((await liveHead(objects, 'alice', () => undefined)).snapshot, sealed, 'a tail counts only under the generation its seal created');
+  const noTail = await putSnapshot(store, { features: ['log'] });
+  await advanceHead(store, 'acme', 'alice', 2, noTail);
+  assert.equal((await liveHead(objects, 'alice', () => undefined)).snapshot, noTail, 'a snapshot without logTail ignores the log below');
+});
+
+test('dropOldLogs: absorbed segments go, the log tail stays; tombstones go once unread and older than a day', async () => {
+  const store = new MemoryStore();
+  await seedSegment(store, 0, 0, 'me', 'old');
+  await createEntry(store, logKey('acme', 'alice', 0, 1), Buffer.from('HFTB\x01{}', 'latin1'));
+  await seedSegment(store, 1, 0, 'me', 'absorbed');
+  await seedSegment(store, 1, 1, 'me', 'tail');
+  await createEntry(store, logKey('acme', 'alice', 1, 2), Buffer.from('HFTB\x01{}', 'latin1'));
+  const keys = async (): Promise<string[]> => {
+    const out: string[] = [];
+    for await (const o of store.list('acme/homes/alice/log/')) out.push(o.key.split('/').slice(-2).map((x) => String(9999999999999 - Number(x))).join('/'));
+    return out.sort();
+  };
+  // HEAD 2 was sealed from generation 1 with tail seq 1: generation 1's tombstone is read (tail log), so it stays.
+  assert.equal(await dropOldLogs(store, 'acme', 'alice', 2, { gen: 1, seq: 1 }), 2);
+  assert.deepEqual(await keys(), ['0/1', '1/1', '1/2'], 'segments absorbed deleted; the tail and young tombstones kept');
+  assert.equal(await dropOldLogs(store, 'acme', 'alice', 3, null, Date.now() + TOMBSTONE_KEEP_MS - 60_000), 1);
+  assert.deepEqual(await keys(), ['0/1', '1/2'], 'tombstones younger than a day are kept');
+  assert.equal(await dropOldLogs(store, 'acme', 'alice', 3, null, Date.now() + TOMBSTONE_KEEP_MS + 60_000), 2);
+  assert.deepEqual(await keys(), [], 'unread tombstones older than a day are deleted');
 });

@@ -4,6 +4,7 @@
  *
  *   bench/run [--quick] [--only NAME[,NAME…]] [--work DIR] [--rounds N] [--scale X] [--note TEXT]
  *   bench/run --rtt MS[,MS…] [--steps STEP[,STEP…]] [--own-ceph] [--work DIR] [--rounds N] [--scale X] [--note TEXT]
+ *   bench/run --rtt MS[,MS…] --tools [--work DIR] [--rounds N] [--note TEXT]   (scenario 6's tools over the store: scenarios/toolsrtt.ts)
  * (--rounds and --scale override the preset; a run with --scale is a try-out and writes no docs; --note adds
  * TEXT, e.g. what else was running, to the notes of every scenario this run measures. --rtt runs the
  * scenarios over the test Ceph RGW behind a latency proxy instead (bench/lib/rttrun.ts), on the --quick
@@ -18,6 +19,7 @@ import { join, resolve } from 'node:path';
 import { Ctx, FULL, QUICK } from './context.js';
 import { installCleanup, unmountAll } from './mounts.js';
 import { parseRtts, runRtt } from './rttrun.js';
+import { runToolsRtt } from '../scenarios/toolsrtt.js';
 import { sectionMd, tableText, writeBlock, type Headline, type Scenario, type Section } from './report.js';
 import { barChartSvg } from './svg.js';
 import { SCENARIOS } from '../scenarios/index.js';
@@ -31,7 +33,7 @@ interface Stored {
 }
 
 function usage(msg: string): never {
-  process.stderr.write(`bench/run: ${msg}\nusage: bench/run [--quick] [--only ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--work DIR] [--rounds N] [--scale X] [--note TEXT]\n       bench/run --rtt MS[,MS…] [--steps ${RTT_STEPS.join('|')}[,…]] [--own-ceph] [--work DIR] [--rounds N] [--scale X] [--note TEXT]\n`);
+  process.stderr.write(`bench/run: ${msg}\nusage: bench/run [--quick] [--only ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--work DIR] [--rounds N] [--scale X] [--note TEXT]\n       bench/run --rtt MS[,MS…] [--steps ${RTT_STEPS.join('|')}[,…]] [--own-ceph] [--work DIR] [--rounds N] [--scale X] [--note TEXT]\n       bench/run --rtt MS[,MS…] --tools [--work DIR] [--rounds N] [--note TEXT]\n`);
   process.exit(2);
 }
 
@@ -63,6 +65,7 @@ async function main(): Promise<void> {
   let rtts: number[] | undefined;
   let ownCeph = false;
   let steps: Set<RttStep> | undefined;
+  let tools = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') quick = true;
@@ -78,6 +81,7 @@ async function main(): Promise<void> {
       if (bad.length) usage(`unknown step '${bad.join(',')}' (known: ${RTT_STEPS.join(', ')})`);
       steps = new Set(names as RttStep[]);
     }
+    else if (a === '--tools') tools = true;
     else if (a === '--rtt') {
       try {
         rtts = parseRtts(argv[++i] ?? usage('--rtt needs milliseconds, e.g. --rtt 0,20'));
@@ -95,6 +99,7 @@ async function main(): Promise<void> {
   if (rtts && (quick || only)) usage('--rtt runs its own scenarios: drop --quick / --only');
   if (ownCeph && !rtts) usage('--own-ceph goes with --rtt');
   if (steps && !rtts) usage('--steps goes with --rtt');
+  if (tools && (!rtts || ownCeph)) usage('--tools goes with --rtt (on the shared test Ceph)');
 
   const repo = resolve(import.meta.dirname, '../../..');
   const tryout = scale !== undefined || steps !== undefined; // a smaller home or a part of the run: never published
@@ -103,6 +108,16 @@ async function main(): Promise<void> {
   const ctx = new Ctx(repo, work, quick, sizes);
   installCleanup();
   const command = `bench/run ${argv.filter((x, i) => x !== '--note' && argv[i - 1] !== '--note').join(' ')}`.trim(); // the note goes in the notes
+  if (rtts && tools) {
+    const md = await runToolsRtt(ctx, rtts, command, note);
+    unmountAll();
+    if (tryout) process.stdout.write(`\n${md}\n--scale given: a try-out, docs/benchmarks.md left alone\n`);
+    else {
+      writeBlock(join(repo, 'docs', 'benchmarks.md'), md, 'bench/run --rtt --tools');
+      process.stdout.write(`\n${md}\nWrote ${join(repo, 'docs', 'benchmarks.md')} (its bench/run --rtt --tools block)\n`);
+    }
+    return;
+  }
   if (rtts) {
     const md = await runRtt(ctx, rtts, command, note, ownCeph, steps);
     unmountAll();

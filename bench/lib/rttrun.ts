@@ -28,7 +28,7 @@ export function parseRtts(arg: string): number[] {
 }
 
 /** Deletes everything under `path` of the bucket (directly, not through a proxy). */
-async function purge(c: CephS3, path: string): Promise<void> {
+export async function purge(c: CephS3, path: string): Promise<void> {
   const env = rcloneS3Env('bs', s3Urls(c, c.port, '').endpoint);
   // bounded: if the cluster went away (it is shared), there is nothing left to delete
   await run('rclone', ['purge', `bs:${c.bucket}/${path}`, '--config', '/dev/null', '--checkers', '32', '--log-level', 'ERROR',

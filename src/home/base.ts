@@ -9,14 +9,17 @@
  * HEAD's generation with a tombstone (the previous holder's next segment then fails). If the newest valid
  * segment was written by this state directory, its journal already holds it; otherwise the segment is
  * absorbed: its objects are uploaded and HEAD advances to its snapshot, which also fences the old holder.
+ * When HEAD's snapshot names a log tail (segments of the generation below, written during the seal that made
+ * HEAD), that log is claimed too and its tail counts when HEAD's own log is empty.
  */
 import type { Logger } from 'pino';
 import { mkdirSync, rmSync } from 'node:fs';
 import { journalTestOptions } from '../config.js';
 import { Journal } from '../inodes/journal.js';
 import { advanceHead, readHead, type HeadRecord } from '../snapshot/heads.js';
-import { claimLog, pendingSegment, segmentObjects, type Segment } from '../snapshot/homelog.js';
-import type { ObjectStore } from '../snapshot/objects.js';
+import { claimLog, headTail, liveHead, OverlayStore, pendingSegment, segmentObjects, type Segment } from '../snapshot/homelog.js';
+import type { Store } from '../store/store.js';
+import { ObjectStore } from '../snapshot/objects.js';
 import type { Snapshot, SnapshotStats } from '../model/tree.js';
 import { HeadConflictError, UserError } from '../util/errors.js';
 import { mapLimit } from '../util/concurrency.js';
@@ -91,10 +94,15 @@ async function choose(
   let claimed: { gen: number; tombstone: number } | null = null;
   let seg: Segment | null = null;
   if (head && writer !== null) {
-    const c = await claimLog(objects.store, org, home, head.gen, writer);
+    const [c, tail] = await Promise.all([claimLog(objects.store, org, home, head.gen, writer), headTail(objects.store, org, head)]);
+    // HEAD's log tail (segments written while the seal that made HEAD ran) is claimed too: its writer may still write.
+    const t = tail ? await claimLog(objects.store, org, home, tail.gen, writer) : null;
     claimed = { gen: head.gen, tombstone: c.tombstone };
-    seg = await pendingSegment(objects.store, org, home, head, (msg) => log.error({ org, home }, msg), c.seqs);
+    seg = await pendingSegment(objects.store, org, home, head, (msg) => log.error({ org, home }, msg), c.seqs, t?.seqs);
   }
+  // A read-only mount claims and replays nothing, but shows what was fsync'd since HEAD (its caller reads
+  // through a store that serves that segment's objects: `readOnlyStore`).
+  const shown = head && writer === null ? await pendingSegment(objects.store, org, home, head, (msg) => log.warn({ org, home }, msg)) : null;
   let advanced = false;
   const absorb = async (h: HeadRecord, s: Segment): Promise<HeadRecord> => {
     const objs = [...segmentObjects(org, s)];
@@ -145,13 +153,13 @@ async function choose(
   let rootTree: string | null = null;
   let rootAttrs: Snapshot['rootAttrs'];
   if (head) {
-    const snap = await objects.getSnapshot(head.snapshot);
+    const snap = await objects.getSnapshot(shown?.snapshot ?? head.snapshot);
     rootTree = snap.root;
     rootAttrs = snap.rootAttrs;
     journal.setMeta('stats', snap.stats satisfies SnapshotStats);
     journal.setMeta(LOG_OK, head.gen);
   }
-  journal.setBase({ snapshot: head?.snapshot ?? null, gen: head?.gen ?? null });
+  journal.setBase({ snapshot: shown?.snapshot ?? head?.snapshot ?? null, gen: head?.gen ?? null });
   return { journal, rootTree, ...(rootAttrs ? { rootAttrs } : {}), log: await logFor(objects, head, claimed) };
 }
 
@@ -162,4 +170,13 @@ async function logFor(objects: ObjectStore, head: HeadRecord | null, claimed: { 
   if (!snap.features?.includes('log')) return null;
   // A generation this mount created itself (absorb, takeover) has an empty log nobody else can have claimed first.
   return { gen: head.gen, nextSeq: head.gen === claimed.gen ? claimed.tombstone + 1 : 0 };
+}
+
+/**
+ * The store a read-only mount reads through: `store`, plus the objects of the home's live log segment (what
+ * was fsync'd since HEAD), so that the base `chooseBase` picks for it (that segment's snapshot) is readable.
+ */
+export async function readOnlyStore(store: Store, org: string, home: string, log: Logger): Promise<Store> {
+  const live = await liveHead(new ObjectStore(store, org), home, (msg) => log.warn({ org, home }, msg));
+  return live.segment ? new OverlayStore(store, segmentObjects(org, live.segment)) : store;
 }

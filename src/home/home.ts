@@ -24,17 +24,20 @@ import { Excludes } from '../snapshot/excludes.js';
 import { TreeWalk } from '../snapshot/treewalk.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { GcFence } from '../snapshot/gcfence.js';
-import { LogFencedError, LogFullError, seal, sealToLog, type SealDeps, type SealResult } from '../seal/seal.js';
+import { LogFencedError, LogFullError, LogUnsafeError, seal, sealToLog, type SealDeps, type SealResult } from '../seal/seal.js';
+import type { ReuseLog } from '../snapshot/objects.js';
 import { dropOldLogs } from '../snapshot/homelog.js';
 import { openStore } from '../store/open.js';
 import type { HomeMetrics } from '../metrics/homefs.js';
 import { MeteredStore } from '../store/metered.js';
 import { pruneHistory } from '../ops/history.js';
-import { defaults } from '../config.js';
+import { defaults, storeTestOptions } from '../config.js';
+import { headsPrefix } from '../store/keys.js';
+import { withHeadDelay } from '../store/faulty.js';
 import type { Store } from '../store/store.js';
 import { retrying } from '../util/backoff.js';
 import { HeadConflictError, UserError, errorMessage } from '../util/errors.js';
-import { chooseBase, LOG_OK, LOG_SEQ } from './base.js';
+import { chooseBase, LOG_OK, LOG_SEQ, readOnlyStore } from './base.js';
 import { serveControl, type ControlReply, type ControlRequest } from './control.js';
 import { Lease } from './lease.js';
 import { homePaths, type HomePaths } from './paths.js';
@@ -124,6 +127,16 @@ export class MountedHome {
   private fenced = false;
   /** Logs of older generations may exist (from before this mount): the next seal deletes their segments. */
   private oldLogs = true;
+  /**
+   * The seal running now, when fsyncs may go to its log tail meanwhile (docs/decisions.md "fsync during a
+   * seal"): segments of its base generation `gen` from `seq` on; `walked` resolves with the seal's dedupe
+   * record once it has captured every file (null if it ended before).
+   */
+  private sealing: { gen: number; seq: number; walked: Promise<ReuseLog | null> } | null = null;
+  /** Group commit of the segments written while a seal runs, one at a time (true: the fsync is in the log). */
+  private readonly tailer: Sealer<boolean>;
+  /** The last tail segment started (settled when it landed or failed): the next seal or segment captures after it. */
+  private tailWrite: Promise<void> = Promise.resolve();
 
   private constructor(
     readonly cfg: MountConfig,
@@ -142,6 +155,7 @@ export class MountedHome {
     private readonly hooks: HomeHooks,
   ) {
     this.sealer = new Sealer((reason) => this.sealNow(reason));
+    this.tailer = new Sealer(() => this.tailNow());
     this.capacity = new Capacity(paths.stateDir, cfg.quotaBytes, () => content.usedBytes);
     this.cacheMetrics = new CacheMetricsMirror(cache, hooks.metrics);
     hooks.metrics.bindDirtyBytes(() => dirtyTotals(journal).bytes);
@@ -167,7 +181,13 @@ export class MountedHome {
         hooks.metrics.storeRetries.inc({ op });
         log.warn({ op: 'store', request: op, attempt, delayMs, err: errorMessage(err) }, 'store request failed, retrying');
       };
-      const store = new MeteredStore(await openStore(cfg.storeUrl, { write: !cfg.readOnly, create: !cfg.readOnly, onRetry }), hooks.metrics.storeMeters());
+      const opened = await openStore(cfg.storeUrl, { write: !cfg.readOnly, create: !cfg.readOnly, onRetry });
+      const { headDelayMs } = storeTestOptions();
+      const readable = cfg.readOnly ? await readOnlyStore(opened, cfg.org, cfg.home, log).catch(async (e: unknown) => {
+        await opened.close();
+        throw e;
+      }) : opened;
+      const store = new MeteredStore(headDelayMs ? withHeadDelay(readable, headsPrefix(cfg.org, cfg.home), headDelayMs) : readable, hooks.metrics.storeMeters());
       undo.push(() => store.close());
       const objects = new ObjectStore(store, cfg.org);
       const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log });
@@ -379,49 +399,78 @@ export class MountedHome {
    */
   private async logNow(l: { gen: number; nextSeq: number }, writer: string): Promise<boolean> {
     const started = Date.now();
+    if (this.lease && !(await this.lease.confirmed())) throw new UserError('this mount cannot confirm its lease (lost to another host, or the store is unreachable): its fsync is not in the store');
     const seq = l.nextSeq++; // never reused, even after a failure (the entry may exist with this mount's bytes)
     try {
       const r = await sealToLog(this.sealDeps(), { gen: l.gen, seq, writer }, 'fsync', defaults.logMaxBytes);
-      if (r) {
-        this.journal.setMeta(LOG_SEQ, { gen: r.gen, seq: r.seq });
-        this.logSegments++;
-        this.logBytes = r.bytes;
-        this.lastError = null;
-        this.hooks.metrics.seals.inc({ reason: 'log', result: 'ok' });
-        this.hooks.metrics.sealSeconds.observe({ reason: 'log' }, (Date.now() - started) / 1000);
-        this.log.debug({ op: 'log', gen: r.gen, seq: r.seq, bytes: r.bytes, ms: r.durationMs }, 'logged');
-      }
+      if (r) this.logged(r, started, 'log');
       return true;
     } catch (e) {
       if (e instanceof LogFullError) {
         this.logBytes = Infinity; // until the seal that follows
         return false;
       }
-      if (e instanceof LogFencedError) this.fenced = true;
-      this.lastError = errorMessage(e);
-      this.hooks.metrics.seals.inc({ reason: 'log', result: 'error' });
-      this.hooks.metrics.errors.inc({ kind: 'seal' });
-      this.log.error({ op: 'log', gen: l.gen, seq, err: this.lastError }, 'fsync to the log failed');
+      this.logFailed(e, l.gen, seq);
       throw e;
     }
+  }
+
+  /** A segment landed: recorded in the journal (the wake's `mine`), counted, measured. */
+  private logged(r: { gen: number; seq: number; bytes: number; durationMs: number }, started: number, kind: 'log' | 'log-tail'): void {
+    this.journal.setMeta(LOG_SEQ, { gen: r.gen, seq: r.seq });
+    this.logSegments++;
+    this.logBytes = r.bytes;
+    this.lastError = null;
+    this.hooks.metrics.seals.inc({ reason: kind, result: 'ok' });
+    this.hooks.metrics.sealSeconds.observe({ reason: kind }, (Date.now() - started) / 1000);
+    this.log.debug({ op: kind, gen: r.gen, seq: r.seq, bytes: r.bytes, ms: r.durationMs }, 'logged');
+  }
+
+  private logFailed(e: unknown, gen: number, seq: number): void {
+    if (e instanceof LogFencedError) this.fenced = true;
+    this.lastError = errorMessage(e);
+    this.hooks.metrics.seals.inc({ reason: 'log', result: 'error' });
+    this.hooks.metrics.errors.inc({ kind: 'seal' });
+    this.log.error({ op: 'log', gen, seq, err: this.lastError }, 'fsync to the log failed');
   }
 
   private async sealNow(reason: string): Promise<SealResult | null> {
     if (this.cfg.readOnly) return null;
     if (this.fenced) throw new LogFencedError(`${this.cfg.org}/${this.cfg.home}`);
+    // A seal (not an fsync's segment) takes fsyncs to its log tail from now on (they wait for its capture).
+    const tail = reason !== 'fsync' && this.lease && this.cfg.fsync === 'store' ? this.logReady() : null;
+    let walked: (r: ReuseLog | null) => void = () => undefined;
+    const sealing = tail && this.journal.base().gen === tail.gen ? { gen: tail.gen, seq: tail.nextSeq, walked: new Promise<ReuseLog | null>((r) => (walked = r)) } : null;
+    if (sealing) this.sealing = sealing;
+    try {
+      return await this.sealOrLog(reason, sealing, walked);
+    } finally {
+      walked(null);
+      if (sealing && this.sealing === sealing) this.sealing = null;
+    }
+  }
+
+  private async sealOrLog(reason: string, sealing: MountedHome['sealing'], walked: (r: ReuseLog | null) => void): Promise<SealResult | null> {
+    // A segment still in flight from the last seal's tail is captured before anything this run captures.
+    await this.tailWrite;
     if (reason !== 'fsync') await this.flushKernel();
     if (this.lease?.lost) throw new UserError('this mount lost its lease to another host; its changes stay local and are not sealed');
     const l = reason === 'fsync' && this.lease ? this.logReady() : null;
-    if (l && this.lease && (await this.logNow(l, this.lease.token))) return null;
+    if (l && this.lease && (await this.logNow(l, this.lease.token))) {
+      // Absorb the log in the background before it is full; fsyncs meanwhile go to its tail.
+      if (this.logSegments * 2 >= defaults.logMaxSegments || this.logBytes * 2 >= defaults.logMaxBytes) setImmediate(() => this.sealer.request('absorb').catch(() => undefined));
+      return null;
+    }
     const started = Date.now();
-    // Until this seal commits, blocks it records as sealed may be referenced by no HEAD: no log segment may rely on them.
+    // Until this seal commits, blocks it records as sealed may be referenced by no HEAD: no log segment may rely on them
+    // (but for its tail: segments written once it has captured everything, while none relies on a deduplicated block).
     const base = this.journal.base();
     this.journal.setMeta(LOG_OK, null);
     try {
-      const r = await seal(this.sealDeps(), reason);
+      const r = await seal({ ...this.sealDeps(), ...(sealing ? { tail: { seq: sealing.seq, walked } } : {}) }, reason);
       this.journal.setMeta(LOG_OK, r ? r.gen : base.gen);
       // Its snapshot requires readers to know logs: from now on fsyncs may go to the log of its generation.
-      if (r && this.lease && this.cfg.fsync === 'store') this.absorbed(r.gen);
+      if (r && this.lease && this.cfg.fsync === 'store') this.absorbed(r.gen, sealing);
       this.lastSealAt = Date.now();
       this.lastError = null;
       this.hooks.metrics.seals.inc({ reason, result: r ? 'ok' : 'clean' });
@@ -458,6 +507,34 @@ export class MountedHome {
     }
   }
 
+  /**
+   * An fsync during a seal: a segment of the seal's base generation after those it absorbs, captured after
+   * the seal captured everything, so newer than the seal's snapshot whichever of the two lands first. False
+   * when it cannot be written (the seal ended first, the segment would rely on a block the seal deduplicated,
+   * or it is too large): the caller then waits for the seal.
+   */
+  private async tailNow(): Promise<boolean> {
+    const s = this.sealing;
+    const l = this.logState;
+    if (!s || !l || l.gen !== s.gen || !this.lease || this.fenced || this.lease.lost) return false;
+    const reuse = await s.walked;
+    if (reuse === null) return false;
+    const started = Date.now();
+    if (!(await this.lease.confirmed()) || this.logState !== l) return false; // (the seal may have committed meanwhile)
+    const seq = l.nextSeq++;
+    try {
+      const write = sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: this.lease.token }, 'fsync', defaults.logMaxBytes, () => reuse.blocks.size === 0);
+      this.tailWrite = write.then(() => undefined, () => undefined);
+      const r = await write;
+      if (r) this.logged(r, started, 'log-tail');
+      return true;
+    } catch (e) {
+      if (e instanceof LogUnsafeError || e instanceof LogFullError) return false;
+      this.logFailed(e, l.gen, seq);
+      throw e;
+    }
+  }
+
   /** Stores the session's hot set (never while another host holds the lease); a failure is only logged. */
   private async saveHotSet(withPack: boolean): Promise<void> {
     if (this.cfg.readOnly || this.lease?.lost) return;
@@ -468,12 +545,13 @@ export class MountedHome {
     }
   }
 
-  /** After a seal committed generation `gen`: fsyncs go to its (empty) log; older logs are deleted. */
-  private absorbed(gen: number): void {
+  /** After a seal committed generation `gen`: fsyncs go to its (empty) log; older logs are deleted, but for its tail. */
+  private absorbed(gen: number, tail: { gen: number; seq: number } | null): void {
     if (this.oldLogs || this.logSegments > 0) {
-      dropOldLogs(this.store, this.cfg.org, this.cfg.home, gen).catch((e: unknown) => this.log.warn({ err: errorMessage(e) }, 'deleting absorbed log segments failed (they are ignored; the next seal tries again)'));
+      const keep = tail ? { gen: tail.gen, seq: tail.seq } : null;
+      dropOldLogs(this.store, this.cfg.org, this.cfg.home, gen, keep).catch((e: unknown) => this.log.warn({ err: errorMessage(e) }, 'deleting absorbed log segments failed (they are ignored; the next seal tries again)'));
     }
-    this.oldLogs = false;
+    this.oldLogs = tail !== null; // the tail's segments go with the next seal
     this.logState = { gen, nextSeq: 0 };
     this.logSegments = 0;
     this.logBytes = 0;
@@ -481,8 +559,11 @@ export class MountedHome {
 
   private async fsync(ino: number): Promise<void> {
     if (ino !== 0) await this.content.sync(ino);
-    if (this.cfg.fsync === 'store') await this.sealer.request('fsync');
-    else await this.journal.sync();
+    if (this.cfg.fsync !== 'store') return this.journal.sync();
+    // A seal about to start (queued behind a segment) takes fsyncs to its tail once it runs, not after it.
+    for (let i = 0; i < 3 && !this.sealing && this.sealer.sealQueued; i++) await this.sealer.runningSettled();
+    if (this.sealing && (await this.tailer.request('fsync'))) return;
+    await this.sealer.request('fsync');
   }
 
   private async handle(req: ControlRequest): Promise<ControlReply> {

@@ -24,6 +24,8 @@ export class Lease {
   private timer: NodeJS.Timeout | undefined;
   /** Set when another holder took the lease over: this mount must stop advancing HEAD. */
   lost = false;
+  /** Monotonic time (ms) of the last read of the lease that showed it is still this holder's (or of acquiring it). */
+  private confirmedAt = -Infinity;
 
   constructor(
     private readonly store: Store,
@@ -61,7 +63,9 @@ export class Lease {
       const left = Math.ceil((cur.expiresAt - Date.now()) / 1000);
       throw new UserError(`${this.org}/${this.home} is mounted read-write on host ${cur.host} (pid ${cur.pid}, ${cur.mountpoint}); its lease expires in ${left}s unless renewed — unmount it there, or pass --takeover if that host is dead`);
     }
+    const before = performance.now();
     await this.store.put(this.key, Buffer.from(JSON.stringify(this.record())));
+    this.confirmedAt = before;
     this.timer = setInterval(() => void this.renew(), Math.max(1000, Math.floor(this.ttlMs / 3)));
     this.timer.unref();
     return live;
@@ -70,6 +74,7 @@ export class Lease {
   private async renew(): Promise<void> {
     if (this.lost) return;
     try {
+      const before = performance.now();
       const cur = await this.read();
       if (cur && cur.token !== this.token) {
         this.lost = true;
@@ -77,10 +82,21 @@ export class Lease {
         this.onLost(cur);
         return;
       }
+      this.confirmedAt = before;
       await this.store.put(this.key, Buffer.from(JSON.stringify(this.record())));
     } catch {
       // store unreachable: try again at the next tick; the lease may lapse, HEAD generations keep us safe
     }
+  }
+
+  /**
+   * Resolves once the lease was seen to be this holder's within its TTL (renewing first if the last look is
+   * older: after a pause or a store outage); false if it was lost. A log segment is only written so, which
+   * bounds how long a tombstone must stay to fence a paused holder (docs/format.md "Log segments").
+   */
+  async confirmed(): Promise<boolean> {
+    if (!this.lost && performance.now() - this.confirmedAt > this.ttlMs) await this.renew();
+    return !this.lost && performance.now() - this.confirmedAt <= this.ttlMs;
   }
 
   stop(): void {

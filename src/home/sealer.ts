@@ -11,6 +11,11 @@ export class Sealer<R> {
   constructor(private readonly run: (reason: string) => Promise<R>) {}
 
   request(reason: string): Promise<R> {
+    // A seal asked for while only fsyncs are queued runs after them: they keep their one-round-trip segment.
+    if (this.next && reason !== 'fsync' && !this.nextReasons.some((r) => r !== 'fsync')) {
+      const again = (): Promise<R> => this.request(reason);
+      return this.next.then(again, again);
+    }
     if (this.next) {
       this.nextReasons.push(reason);
       return this.next;
@@ -46,6 +51,17 @@ export class Sealer<R> {
     while (this.running || this.next) {
       await (this.next ?? this.running)?.catch(() => undefined);
     }
+  }
+
+  /** A run for another reason than fsync is queued behind the running one. */
+  get sealQueued(): boolean {
+    return this.next !== null && this.nextReasons.some((r) => r !== 'fsync');
+  }
+
+  /** Resolves once the running run (if any) has ended and the queued one (if any) has started. */
+  async runningSettled(): Promise<void> {
+    await this.running?.catch(() => undefined);
+    await new Promise<void>((r) => setImmediate(r));
   }
 
   get busy(): boolean {

@@ -54,7 +54,7 @@ export class HomeMetrics {
     this.cacheMisses = new Counter({ name: 'homefs_cache_misses_total', help: 'block cache misses (store fetches)', registers });
     this.cacheEvictions = new Counter({ name: 'homefs_cache_evictions_total', help: 'blocks evicted from the disk cache', registers });
     this.cacheBytes = new Gauge({ name: 'homefs_cache_bytes', help: 'bytes in the disk cache', registers });
-    this.seals = new Counter({ name: 'homefs_seals_total', help: 'seals by reason (fsync, idle, sync, sleep) and result (ok, clean, conflict, error)', labelNames: ['reason', 'result'], registers });
+    this.seals = new Counter({ name: 'homefs_seals_total', help: 'seals by reason (fsync, idle, sync, sleep, absorb; log: a log segment of an fsync, log-tail: one written during a seal) and result (ok, clean, conflict, error)', labelNames: ['reason', 'result'], registers });
     this.sealSeconds = new Histogram({ name: 'homefs_seal_seconds', help: 'seal duration in seconds, by reason', labelNames: ['reason'], buckets: LATENCY_BUCKETS, registers });
     this.errors = new Counter({ name: 'homefs_errors_total', help: 'errors by kind (store, corrupt, fuse, seal)', labelNames: ['kind'], registers });
     const dirty = (): number | undefined => this.dirtySource?.();

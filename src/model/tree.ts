@@ -65,11 +65,17 @@ export interface Snapshot {
   stats: SnapshotStats;
   /** Mode, owner and mtime of the root directory (absent in older snapshots: pull then uses 0755). */
   rootAttrs?: RootAttrs;
-  /** Why it was sealed: push, fsync, idle, sync, sleep, fork, rollback, takeover. */
+  /** Why it was sealed: push, fsync, idle, sync, sleep, absorb (the fsync log filled past half), fork, rollback, takeover. */
   reason?: string;
   /**
    * What a reader must know to read the home this snapshot is HEAD of (snapshot version 2): `log` means
    * fsync'd changes may be in the home's log (snapshot/homelog.ts). Absent: version 1, nothing required.
    */
   features?: string[];
+  /**
+   * Feature `log-tail`: log segments of generation `gen` (this snapshot's base) from sequence number `seq` on
+   * were written while this snapshot was being sealed, after it captured everything: when this snapshot is
+   * HEAD `gen + 1` and that generation's own log is empty, they are newer than it (snapshot/homelog.ts).
+   */
+  logTail?: { gen: number; seq: number };
 }

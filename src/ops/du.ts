@@ -1,5 +1,6 @@
 /**
- * Disk usage of an org's homes, on active data (each home's HEAD): logical bytes (file sizes as the agent
+ * Disk usage of an org's homes, on active data (each home's HEAD with what was fsync'd since: its live log
+ * segment, snapshot/homelog.ts `liveHead`): logical bytes (file sizes as the agent
  * sees them), unique bytes (blocks no other home's HEAD uses: what deleting this home would free once its
  * history expires) and shared bytes (blocks at least one other home's HEAD also uses, e.g. after a fork).
  * The org line adds the deduplicated size of all HEADs and what the store holds under `<org>/` in total
@@ -7,7 +8,7 @@
  */
 import { objectsPrefix } from '../store/keys.js';
 import type { Store } from '../store/store.js';
-import { readHead } from '../snapshot/heads.js';
+import { liveHead } from '../snapshot/homelog.js';
 import type { ObjectStore } from '../snapshot/objects.js';
 import { UserError } from '../util/errors.js';
 import { emptyReachable, listHomes, markSnapshot } from './refs.js';
@@ -41,12 +42,12 @@ export async function orgUsage(store: Store, objects: ObjectStore, only?: string
   const perHome = new Map<string, { snapshot: string; files: number; logical: number; blocks: Map<string, number> }>();
   const users = new Map<string, number>();
   for (const h of homes) {
-    const head = await readHead(store, org, h);
-    if (!head) continue;
-    const snap = await objects.getSnapshot(head.snapshot);
+    const live = await liveHead(objects, h);
+    if (!live.snapshot) continue;
+    const snap = await live.objects.getSnapshot(live.snapshot);
     const reach = emptyReachable();
-    await markSnapshot(objects, head.snapshot, reach);
-    perHome.set(h, { snapshot: head.snapshot, files: snap.stats.files, logical: snap.stats.bytes, blocks: reach.blocks });
+    await markSnapshot(live.objects, live.snapshot, reach);
+    perHome.set(h, { snapshot: live.snapshot, files: snap.stats.files, logical: snap.stats.bytes, blocks: reach.blocks });
     for (const b of reach.blocks.keys()) users.set(b, (users.get(b) ?? 0) + 1);
   }
   const all = new Map<string, number>();

@@ -1,13 +1,14 @@
 /**
  * Locality: how much of a home's HEAD is already in this host's block cache — the signal a scheduler uses
- * to place the home on the runner that has its blocks. Reads the HEAD snapshot's trees from the store and
+ * to place the home on the runner that has its blocks. Reads the live snapshot's trees (HEAD, or what was
+ * fsync'd since: its log segment, snapshot/homelog.ts `liveHead`) from the store and
  * checks, without reading them, which of its blocks exist as files in the org's on-disk cache
  * (`<cache-dir>/<org>/blocks/<h[0:2]>/<hash>`, cache/diskfiles.ts). Each unique block counts once.
  */
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DiskFiles } from '../cache/diskfiles.js';
-import { readHead } from '../snapshot/heads.js';
+import { liveHead } from '../snapshot/homelog.js';
 import type { ObjectStore } from '../snapshot/objects.js';
 import { mapLimit } from '../util/concurrency.js';
 import { UserError } from '../util/errors.js';
@@ -26,10 +27,10 @@ export interface LocalityResult {
 }
 
 export async function homeLocality(objects: ObjectStore, home: string, cacheDir: string): Promise<LocalityResult> {
-  const head = await readHead(objects.store, objects.org, home);
-  if (!head) throw new UserError(`home ${objects.org}/${home} has no snapshots in ${objects.store.url}`);
+  const live = await liveHead(objects, home);
+  if (!live.snapshot) throw new UserError(`home ${objects.org}/${home} has no snapshots in ${objects.store.url}`);
   const reach = emptyReachable();
-  await markSnapshot(objects, head.snapshot, reach);
+  await markSnapshot(live.objects, live.snapshot, reach);
   const files = new DiskFiles(join(cacheDir, objects.org));
   let blocksCached = 0;
   let bytesCached = 0;
@@ -47,7 +48,7 @@ export async function homeLocality(objects: ObjectStore, home: string, cacheDir:
     }
   });
   return {
-    home: `${objects.org}/${home}`, snapshot: head.snapshot, cacheDir, blocks: reach.blocks.size, blocksCached, bytes, bytesCached,
+    home: `${objects.org}/${home}`, snapshot: live.snapshot, cacheDir, blocks: reach.blocks.size, blocksCached, bytes, bytesCached,
     ratio: bytes === 0 ? 1 : bytesCached / bytes,
   };
 }

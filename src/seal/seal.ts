@@ -44,6 +44,12 @@ export interface SealDeps {
   hash?: (data: Buffer) => Promise<{ hash: string; data: Buffer }>;
   /** The org's gc fence and this home's last look at it (a look older than `FENCE_REUSE_MS` is renewed). */
   fence: { gc: GcFence; observed: EpochState | null };
+  /**
+   * A seal only: log segments of its base generation from this sequence number on may be written while it
+   * runs (recorded as the snapshot's `logTail`); `walked` is called with the seal's dedupe record once every
+   * file is captured (the earliest a segment written during the seal may start its own capture).
+   */
+  tail?: { seq: number; walked: (reuse: ReuseLog) => void };
 }
 
 /** A previous seal's last look at the gc epoch serves as the next seal's first look for this long. */
@@ -86,10 +92,13 @@ export async function seal(deps: SealDeps, reason: string): Promise<SealResult |
   if (deps.journal.changedCount === 0 && base.snapshot !== null) return null;
   const last = deps.fence.observed;
   const since = last && last.done && deps.fence.gc.opts.monotonic() - last.atMs < FENCE_REUSE_MS ? last : await deps.fence.gc.observe();
-  const d: SealDeps = { ...deps, objects: deps.objects.tracking(new ReuseLog()) };
+  const reuse = new ReuseLog();
+  const d: SealDeps = { ...deps, objects: deps.objects.tracking(reuse) };
   const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 }, reused: new Map() };
   const w = new Writes(Math.max(2, d.parallelism * 2));
   const root = await sealDir(d, ROOT_INO, '', tally, { memo: new Map(), w, record: true });
+  const tail = deps.tail && base.gen !== null ? { gen: base.gen, seq: deps.tail.seq } : null;
+  deps.tail?.walked(reuse);
   const r = d.journal.get(ROOT_INO);
   const prevStats = d.journal.getMeta<SnapshotStats>('stats');
   const reverify = reverifyReused(d.objects, (gone) => reupload(d, gone, tally.reused));
@@ -99,7 +108,8 @@ export async function seal(deps: SealDeps, reason: string): Promise<SealResult |
   });
   const { snapshot, gen, observed } = await commitSnapshot(d.objects, d.home, base.gen, {
     root, parent: base.snapshot, host: d.host, stats: { ...mergeStats(prevStats, tally.stats), bytes: d.content.usedBytes }, reason,
-    ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}), features: [...HOME_FEATURES],
+    ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}),
+    ...(tail ? { features: [...HOME_FEATURES, 'log-tail'], logTail: tail } : { features: [...HOME_FEATURES] }),
   }, { fence: { gc: d.fence.gc, since, reverify }, pending: landed });
   deps.fence.observed = observed;
   d.journal.sealCommitted({ snapshot, gen }, floor);
@@ -127,6 +137,14 @@ export class LogFencedError extends UserError {
   constructor(home: string) {
     super(`another host took ${home} over: this mount's fsync is not in the store and this mount seals nothing more; its changes stay in its state directory`);
     this.name = 'LogFencedError';
+  }
+}
+
+/** A segment written during a seal would rely on blocks that seal deduplicated (not yet covered by its gc fence): wait for the seal instead. */
+export class LogUnsafeError extends Error {
+  constructor() {
+    super('the running seal deduplicated blocks this segment would rely on');
+    this.name = 'LogUnsafeError';
   }
 }
 
@@ -180,9 +198,10 @@ class Collected implements Store {
  * Nothing is recorded in the journal (the next seal captures everything again, and absorbs the log); nothing
  * is deduplicated against the store, so the segment relies only on HEAD's snapshot, which gc keeps.
  * Returns null when nothing changed since the last seal. Throws LogFencedError if another host claimed the log,
- * LogFullError (before writing anything) if the segment would hold more than `maxBytes` of objects.
+ * LogFullError (before writing anything) if the segment would hold more than `maxBytes` of objects,
+ * LogUnsafeError (before writing anything) if `mayWrite`, asked once the segment is complete, says no.
  */
-export async function sealToLog(deps: SealDeps, target: LogTarget, reason: string, maxBytes: number): Promise<LogResult | null> {
+export async function sealToLog(deps: SealDeps, target: LogTarget, reason: string, maxBytes: number, mayWrite: () => boolean = () => true): Promise<LogResult | null> {
   const started = Date.now();
   const base = deps.journal.base();
   if (deps.journal.changedCount === 0) return null;
@@ -201,6 +220,7 @@ export async function sealToLog(deps: SealDeps, target: LogTarget, reason: strin
     root, parent: base.snapshot, home, time, host: d.host, stats: { ...mergeStats(prevStats, tally.stats), bytes: d.content.usedBytes }, reason,
     ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}), features: [...HOME_FEATURES],
   });
+  if (!mayWrite()) throw new LogUnsafeError();
   const seg = encodeSegment({ home, gen: target.gen, seq: target.seq, writer: target.writer, snapshot, time, objects: [...collected.objects.values()] });
   if (!(await createEntry(deps.objects.store, logKey(deps.objects.org, d.home, target.gen, target.seq), seg))) throw new LogFencedError(home);
   return { snapshot, gen: target.gen, seq: target.seq, bytes: seg.length, durationMs: Date.now() - started };

@@ -368,10 +368,11 @@ interface SnapshotJson {
   rootAttrs?: { mode: number; uid: number; gid: number; mtimeNs: string };
   reason?: string;
   features?: string[];
+  logTail?: { gen: number; seq: number };
 }
 
 /** Features a snapshot may require of its readers (version 2 lists them); an unknown one is refused. */
-export const KNOWN_FEATURES: readonly string[] = ['log'];
+export const KNOWN_FEATURES: readonly string[] = ['log', 'log-tail'];
 const SNAPSHOT_VERSION_FEATURES = 2;
 
 const HOME_REF = /^[a-z0-9][a-z0-9._-]{0,62}\/[a-z0-9][a-z0-9._-]{0,62}$/;
@@ -407,6 +408,11 @@ function validateSnapshot(s: Snapshot, what: string): void {
     if (unknown.length > 0) bad(`it needs features this homefs does not know (${unknown.join(', ')}): upgrade homefs`);
     if ([...s.features].sort().join() !== s.features.join() || new Set(s.features).size !== s.features.length) bad('features not sorted and unique');
   }
+  if ((s.logTail !== undefined) !== (s.features?.includes('log-tail') ?? false)) bad('logTail and the log-tail feature go together');
+  if (s.logTail !== undefined) {
+    const t = s.logTail;
+    if (typeof t !== 'object' || t === null || !Number.isInteger(t.gen) || t.gen < 0 || !Number.isInteger(t.seq) || t.seq < 0) bad('logTail is not {gen, seq}');
+  }
 }
 
 function canonicalSnapshot(s: Snapshot): SnapshotJson {
@@ -425,6 +431,7 @@ function canonicalSnapshot(s: Snapshot): SnapshotJson {
   }
   if (s.reason !== undefined) j.reason = s.reason;
   if (s.features !== undefined) j.features = [...s.features];
+  if (s.logTail !== undefined) j.logTail = { gen: s.logTail.gen, seq: s.logTail.seq };
   return j;
 }
 
@@ -465,6 +472,7 @@ export function decodeSnapshot(buf: Buffer, idForErrors?: string): Snapshot {
   }
   if (o.reason !== undefined) s.reason = o.reason as string;
   if (o.features !== undefined) s.features = o.features as string[];
+  if (o.logTail !== undefined) s.logTail = o.logTail as { gen: number; seq: number };
   validateSnapshot(s, what);
   if (!encodeSnapshot(s).equals(buf)) throw new FormatError(what, 'not in canonical form (unknown fields, key order or whitespace)');
   return s;

@@ -29,6 +29,8 @@ export interface NewSnapshot {
   host?: string;
   /** What readers of the home must know (snapshot version 2), e.g. `['log']` for a mounted home. */
   features?: string[];
+  /** Log segments written while this snapshot was sealed (Snapshot.logTail; needs feature `log-tail`). */
+  logTail?: { gen: number; seq: number };
 }
 
 export interface CommitOptions {
@@ -61,7 +63,7 @@ export async function commitSnapshot(objects: ObjectStore, home: string, fromGen
   const [snapshot, first] = await Promise.all([
     objects.putSnapshot({
       root: s.root, parent: s.parent, home: `${objects.org}/${home}`, time: new Date().toISOString(), host: s.host ?? hostname(),
-      stats: s.stats, reason: s.reason, ...(s.rootAttrs ? { rootAttrs: s.rootAttrs } : {}), ...(s.features ? { features: s.features } : {}),
+      stats: s.stats, reason: s.reason, ...(s.rootAttrs ? { rootAttrs: s.rootAttrs } : {}), ...(s.features ? { features: s.features } : {}), ...(s.logTail ? { logTail: s.logTail } : {}),
     }),
     f ? f.gc.recheck(f.since) : Promise.resolve(undefined),
     opts.pending,

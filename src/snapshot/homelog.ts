@@ -271,10 +271,34 @@ export async function orphanedSegment(store: Store, org: string, home: string, h
   return null;
 }
 
-/** The newest valid segment of HEAD's generation, or else an orphaned one (`orphanedSegment`). */
-export async function pendingSegment(store: Store, org: string, home: string, head: HeadRecord, warn: (msg: string) => void, seqs?: readonly number[]): Promise<Segment | null> {
+/**
+ * The log tail HEAD's snapshot names (Snapshot.logTail: segments of the generation below HEAD written while
+ * that snapshot was sealed), when HEAD is the generation that seal created; else null.
+ */
+export async function headTail(store: Store, org: string, head: HeadRecord): Promise<{ gen: number; seq: number } | null> {
+  const snap = await new ObjectStore(store, org).getSnapshot(head.snapshot);
+  const t = snap.logTail;
+  return t && t.gen + 1 === head.gen ? t : null;
+}
+
+/**
+ * What was fsync'd since HEAD: the newest valid segment of HEAD's generation; else the newest valid one of
+ * HEAD's log tail (`headTail`: written during the seal that made HEAD, after it captured, so newer than it);
+ * else an orphaned one (`orphanedSegment`). `seqs` and `tailSeqs` are listings the caller already made.
+ */
+export async function pendingSegment(
+  store: Store, org: string, home: string, head: HeadRecord, warn: (msg: string) => void, seqs?: readonly number[], tailSeqs?: readonly number[],
+): Promise<Segment | null> {
   const own = seqs ?? (await listLog(store, org, home, head.gen));
-  return (own.length > 0 ? await newestSegment(store, org, home, head.gen, own, warn) : null) ?? (await orphanedSegment(store, org, home, head, warn));
+  const mine = own.length > 0 ? await newestSegment(store, org, home, head.gen, own, warn) : null;
+  if (mine) return mine;
+  const tail = await headTail(store, org, head);
+  if (tail) {
+    const after = (tailSeqs ?? (await listLog(store, org, home, tail.gen))).filter((q) => q >= tail.seq);
+    const t = after.length > 0 ? await newestSegment(store, org, home, tail.gen, after, warn) : null;
+    if (t) return t;
+  }
+  return orphanedSegment(store, org, home, head, warn);
 }
 
 /** What every reader of a home sees: HEAD plus what was fsync'd since (the newest valid segment). */
@@ -290,18 +314,32 @@ export async function liveHead(objects: ObjectStore, home: string, warn: (msg: s
 const TOMBSTONE_MAX = 1024;
 
 /**
- * Deletes the segments of generations below `gen` (absorbed by HEAD `gen`, or fenced). Tombstones stay: a
- * fenced holder that wakes up late must still find its next sequence number taken.
+ * How long a tombstone fences at least. A holder writes a segment only within the lease TTL of a look that
+ * showed the lease still its own (`Lease.confirmed`), and that segment lands within the store's retry
+ * deadline; a tombstone is created after the taker claimed the lease. So a tombstone older than TTL + retry
+ * deadline can no longer meet a segment of the holder it fenced; a day leaves room for clock skew.
  */
-export async function dropOldLogs(store: Store, org: string, home: string, gen: number): Promise<number> {
+export const TOMBSTONE_KEEP_MS = 24 * 3600_000;
+
+/**
+ * Deletes the segments of generations below `gen` (absorbed by HEAD `gen`, or fenced), except `keep`: the
+ * log tail of HEAD `gen` (its segments from `keep.seq` on). Tombstones go too once no reader looks at their
+ * log (generations below `gen - 1`: readers read HEAD's log and its tail's) and they are older than
+ * `TOMBSTONE_KEEP_MS` (by the store's clock, against `nowMs`); younger ones stay to fence a paused holder.
+ */
+export async function dropOldLogs(
+  store: Store, org: string, home: string, gen: number, keep: { gen: number; seq: number } | null = null, nowMs: number = Date.now(),
+): Promise<number> {
   const prefix = logsPrefix(org, home);
   let n = 0;
   for await (const o of store.list(prefix)) {
-    const g = o.key.slice(prefix.length).split('/')[0] ?? '';
+    const [g = '', q = ''] = o.key.slice(prefix.length).split('/');
     if (!/^[0-9]{13}$/.test(g) || decodeGen(g) >= gen) continue;
+    if (keep && decodeGen(g) === keep.gen && /^[0-9]{13}$/.test(q) && decodeGen(q) >= keep.seq) continue;
     if (o.size < TOMBSTONE_MAX) {
       const b = await store.get(o.key).catch(() => null);
-      if (b === null || isTombstone(b)) continue;
+      if (b === null) continue;
+      if (isTombstone(b) && (decodeGen(g) >= gen - 1 || nowMs - o.mtimeMs < TOMBSTONE_KEEP_MS)) continue;
     }
     await store.delete(o.key);
     n++;

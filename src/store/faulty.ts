@@ -162,3 +162,10 @@ export class FaultyStore implements Store {
     await this.inner.close();
   }
 }
+
+/** `inner` with every HEAD write under `prefix` delayed by `ms` (HOMEFS_TEST_HEAD_DELAY_MS, config.ts). */
+export function withHeadDelay(inner: Store, prefix: string, ms: number): Store {
+  const f = new FaultyStore(inner);
+  f.add({ kind: 'latency', ops: ['putIfAbsent'], keyPrefix: prefix, ms });
+  return f;
+}

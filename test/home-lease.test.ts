@@ -1,0 +1,30 @@
+/**
+ * `Lease.confirmed` (home/lease.ts): a log segment is written only within the lease TTL of a look that
+ * showed the lease still this holder's. Right after acquiring it is confirmed; once the last look is older
+ * than the TTL it looks again, and a lease taken over meanwhile makes it answer false (lost).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Lease } from '../src/home/lease.js';
+import { leaseKey } from '../src/store/keys.js';
+import { MemoryStore } from '../src/store/memory.js';
+
+test('confirmed(): true after acquire; past the TTL it looks again and sees a takeover', async () => {
+  const store = new MemoryStore();
+  const ttlMs = 40;
+  let lostTo: string | null = null;
+  const lease = new Lease(store, 'acme', 'alice', 'token-a', '/mnt', ttlMs, (by) => {
+    lostTo = by.token;
+  });
+  await lease.acquire(false);
+  try {
+    assert.equal(await lease.confirmed(), true);
+    await store.put(leaseKey('acme', 'alice'), Buffer.from(JSON.stringify({ token: 'token-b', host: 'h2', pid: 1, mountpoint: '/m', expiresAt: Date.now() + 60_000 })));
+    await new Promise((r) => setTimeout(r, ttlMs * 2));
+    assert.equal(await lease.confirmed(), false, 'past the TTL it looks again and finds the lease taken');
+    assert.equal(lease.lost, true);
+    assert.equal(lostTo, 'token-b');
+  } finally {
+    lease.stop();
+  }
+});
