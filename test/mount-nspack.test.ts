@@ -12,7 +12,8 @@ import { TestHome, homefsOk, shOk } from './support/homefs-mount.js';
 import { decodeNsPackIndex } from '../src/snapshot/nspack.js';
 import { ObjectStore } from '../src/snapshot/objects.js';
 import { readHead } from '../src/snapshot/heads.js';
-import { hotsetKey, nsPackKey } from '../src/store/keys.js';
+import { hotsetKey, metaKey, nsPackKey } from '../src/store/keys.js';
+import { pullSnapshot } from '../src/snapshot/pull.js';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
 import { testS3Url } from './support/s3.js';
@@ -72,6 +73,40 @@ test('push writes a namespace pack of every tree, root first', async () => {
   assert.equal(idx.root, await headRoot());
   assert.equal(idx.slices.length, 1 + 4 + 12 + 48 + 1, 'root, d*, e*, f* and empty/');
   assert.equal(new Set(idx.slices.map((s) => s.entry.hash)).size, idx.slices.length, 'each tree once');
+});
+
+/** Pulls HEAD of acme/ns in-process, counting GETs of tree objects; returns the count, checks the copy. */
+async function pullCountingTreeGets(dest: string): Promise<number> {
+  const head = await readHead(store, 'acme', 'ns');
+  assert.ok(head);
+  const snapKey = metaKey('acme', head.snapshot);
+  let treeGets = 0;
+  const counting = new Proxy(store, {
+    get(target, prop, recv) {
+      if (prop === 'get') return async (k: string) => ((k.includes('/meta/') && k !== snapKey ? treeGets++ : 0), target.get(k));
+      const v: unknown = Reflect.get(target, prop, recv);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+  await pullSnapshot(counting, 'acme', head.snapshot, dest, { home: 'ns', xattrs: false });
+  assert.equal(await shOk(`cd ${dest} && ${LIST}`), expected, 'the pulled copy is the pushed home');
+  return treeGets;
+}
+
+test('pull takes the trees from the pack; with the pack damaged it fetches them one by one', async () => {
+  assert.equal(await pullCountingTreeGets(path.join(h.root, 'pull1')), 0, 'no tree fetched on its own');
+  const good = await store.get(key());
+  const bad = Buffer.from(good);
+  for (let i = bad.length - 200; i < bad.length; i++) bad[i] = (bad[i] as number) ^ 0xff; // the last trees' bytes
+  await store.put(key(), bad);
+  try {
+    const n = await pullCountingTreeGets(path.join(h.root, 'pull2'));
+    assert.ok(n > 0 && n < 66, `trees the damaged pack could not give were fetched (${n})`);
+    await store.delete(key());
+    assert.equal(await pullCountingTreeGets(path.join(h.root, 'pull3')), 66, 'no pack: every tree fetched');
+  } finally {
+    await store.put(key(), good);
+  }
 });
 
 test('a fresh host takes every tree from the pack in a few ranged GETs', async () => {

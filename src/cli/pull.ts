@@ -38,7 +38,7 @@ export function register(program: Command): void {
       const res = await withStore(opts.store, {}, async (store) => {
         const { snapshot: id, objects } = await resolveHomeSnapshot(new ObjectStore(store, org), home, snapshot);
         return pullSnapshot(objects.store, org, id, dir, {
-          xattrs: opts.xattrs, owners: opts.owners === false ? false : undefined, ...(parallelism ? { parallelism } : {}),
+          home, xattrs: opts.xattrs, owners: opts.owners === false ? false : undefined, ...(parallelism ? { parallelism } : {}),
           onProgress: (p) => progress.update('pull', p.bytes, p.bytesTotal, `${p.files}/${p.filesTotal} files`),
         });
       }).finally(() => progress.stop());

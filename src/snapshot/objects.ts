@@ -87,7 +87,15 @@ export class ObjectStore {
     return missing;
   }
 
+  /**
+   * Meta objects already verified by their hash (a namespace pack's trees, read at once by pull): getMeta
+   * answers from here before it asks the store.
+   */
+  readonly known = new Map<string, Buffer>();
+
   private async getMeta(hash: string): Promise<Buffer> {
+    const have = this.known.get(hash);
+    if (have) return have;
     const key = metaKey(this.org, hash);
     return verifyObject(key, hash, await this.store.get(key));
   }

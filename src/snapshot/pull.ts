@@ -25,6 +25,8 @@ import { defaults } from '../config.js';
 import type { Store } from '../store/store.js';
 import { mapLimit } from '../util/concurrency.js';
 import { UserError } from '../util/errors.js';
+import { nsPackKey } from '../store/keys.js';
+import { readNsPack } from './nspack.js';
 import { ObjectStore } from './objects.js';
 import { OsHelper } from './oshelper.js';
 import type { TreeEntry } from '../model/tree.js';
@@ -39,6 +41,8 @@ export interface PullOptions {
   parallelism?: number;
   /** After each file written: files and bytes written so far, of the totals. */
   onProgress?: (p: PullProgress) => void;
+  /** The home pulled: its namespace pack (if any) brings the trees in a few ranged GETs. */
+  home?: string;
 }
 
 export interface PullProgress {
@@ -91,11 +95,30 @@ async function checkDestination(dest: string): Promise<boolean> {
   throw new UserError(`${dest} already exists and is not an empty directory; pull into a new path`);
 }
 
+/**
+ * Reads `home`'s namespace pack, if there is one, into `objects.known`: every tree arrives verified by its
+ * hash, in a few ranged GETs instead of one GET per directory. Trees of another snapshot are harmless (they
+ * are addressed by content) and trees the pack lacks are fetched one by one as before. Only an
+ * optimisation: a missing, damaged or unreadable pack is ignored.
+ */
+async function preloadTrees(objects: ObjectStore, home: string): Promise<void> {
+  const key = nsPackKey(objects.org, home);
+  try {
+    await readNsPack((offset, length) => objects.store.getRange(key, offset, length), {
+      wants: (hash) => !objects.known.has(hash),
+      tree: (hash, data) => void objects.known.set(hash, data),
+      rejected: () => undefined,
+    }, defaults.nsPack);
+  } catch {
+    objects.known.clear(); // (only verified trees were in it; cleared so that a half-read pack costs no memory)
+  }
+}
+
 /** Materializes snapshot `snapshotId` of `org` at `dest` (which must not exist, or be an empty directory). */
 export async function pullSnapshot(store: Store, org: string, snapshotId: string, dest: string, opts: PullOptions = {}): Promise<PullResult> {
   const t0 = performance.now();
   const objects = new ObjectStore(store, org);
-  const snap = await objects.getSnapshot(snapshotId);
+  const [snap] = await Promise.all([objects.getSnapshot(snapshotId), opts.home === undefined ? null : preloadTrees(objects, opts.home)]);
   const destAbs = resolve(dest);
   const replaceEmpty = await checkDestination(destAbs);
   let tmp: string;
