@@ -24,6 +24,10 @@ export const SMALL_OBJECT = 64 * 1024;
  * Only these can have been garbage that a concurrent gc deletes (gcfence.ts); meta objects keep their bytes
  * so they can be written again, blocks only their hash (the committer knows where its bytes are).
  */
+/** Verified snapshot bytes read lately, per Store object (getSnapshot). */
+const recentSnapshots = new WeakMap<Store, Map<string, Buffer>>();
+const RECENT_SNAPSHOTS = 16;
+
 export class ReuseLog {
   readonly meta = new Map<string, Buffer>();
   readonly blocks = new Set<string>();
@@ -130,8 +134,21 @@ export class ObjectStore {
     return { hash, write: () => this.putMeta(data, hash) };
   }
 
+  /**
+   * Snapshot `id`, decoded. Its verified bytes are remembered per Store object (the last few), so that the
+   * parts of a wake that each read HEAD's snapshot (base, log, log tail, packs) cost one round trip, not
+   * one each. Safe because a snapshot is immutable and addressed by its hash; nothing uses getSnapshot to
+   * ask whether a snapshot still exists (gc and the fence ask the store with `has`).
+   */
   async getSnapshot(id: string): Promise<Snapshot> {
-    return decodeSnapshot(await this.getMeta(id), id);
+    let seen = recentSnapshots.get(this.store);
+    const have = seen?.get(id);
+    if (have) return decodeSnapshot(have, id);
+    const data = await this.getMeta(id);
+    if (!seen) recentSnapshots.set(this.store, (seen = new Map()));
+    seen.set(id, data);
+    if (seen.size > RECENT_SNAPSHOTS) seen.delete(seen.keys().next().value as string);
+    return decodeSnapshot(data, id);
   }
 
   /** Stores a snapshot (unless present) and returns its id (the BLAKE3 of its encoding). */
