@@ -19,15 +19,15 @@ import type { Snapshot, Tree } from '../model/tree.js';
 /** Objects up to this size are written without an existence check (a HEAD costs what a small PUT does). */
 export const SMALL_OBJECT = 64 * 1024;
 
+/** Verified snapshot bytes read lately, per Store object (getSnapshot). */
+const recentSnapshots = new WeakMap<Store, Map<string, Buffer>>();
+const RECENT_SNAPSHOTS = 16;
+
 /**
  * What a commit relied on without writing it: every existing object a dedupe check chose not to upload.
  * Only these can have been garbage that a concurrent gc deletes (gcfence.ts); meta objects keep their bytes
  * so they can be written again, blocks only their hash (the committer knows where its bytes are).
  */
-/** Verified snapshot bytes read lately, per Store object (getSnapshot). */
-const recentSnapshots = new WeakMap<Store, Map<string, Buffer>>();
-const RECENT_SNAPSHOTS = 16;
-
 export class ReuseLog {
   readonly meta = new Map<string, Buffer>();
   readonly blocks = new Set<string>();

@@ -26,7 +26,7 @@ import type { Store } from '../store/store.js';
 import { mapLimit } from '../util/concurrency.js';
 import { UserError } from '../util/errors.js';
 import { nsPackKey } from '../store/keys.js';
-import { readNsPack } from './nspack.js';
+import { readNsPack, wantsNsPack } from './nspack.js';
 import { ObjectStore } from './objects.js';
 import { OsHelper } from './oshelper.js';
 import type { TreeEntry } from '../model/tree.js';
@@ -102,6 +102,7 @@ async function checkDestination(dest: string): Promise<boolean> {
  * optimisation: a missing, damaged or unreadable pack is ignored.
  */
 async function preloadTrees(objects: ObjectStore, home: string): Promise<void> {
+  if (!wantsNsPack(objects.store.url)) return; // (only stores over the network get a pack)
   const key = nsPackKey(objects.org, home);
   try {
     await readNsPack((offset, length) => objects.store.getRange(key, offset, length), {
