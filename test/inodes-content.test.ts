@@ -172,3 +172,16 @@ test('sealing an inline file hands over its bytes, then keeps them in an upper f
     assert.equal(existsSync(upperPath), false);
   });
 });
+
+test('a file sealed empty and truncated past 8 MiB reads its zeros in one upper read, not one per byte', async () => {
+  await withNewFile(async (c, j) => {
+    j.put({ ...(j.get(NEW) as NonNullable<ReturnType<Journal['get']>>), content: cleanContent([], 0) });
+    const upper = (c as unknown as { upper: UpperFiles }).upper;
+    let upperReads = 0;
+    const read = upper.read.bind(upper);
+    upper.read = (ino, offset, length) => (upperReads++, read(ino, offset, length));
+    await c.truncate(NEW, 9 * 1024 * 1024);
+    assert.deepEqual(await c.read(NEW, 0, 64 * 1024), Buffer.alloc(64 * 1024));
+    assert.ok(upperReads <= 1, `${upperReads} reads of the upper file for one read of 64 KiB`);
+  });
+});

@@ -108,7 +108,13 @@ export class Content {
       const idx = Math.floor(pos / stride);
       const blockEnd = Math.min((idx + 1) * stride, end);
       const len = blockEnd - pos;
-      if (isLocal(c, idx) || pos >= sealed) {
+      if (pos >= sealed) {
+        // Past the sealed bytes everything is in the upper file: read it to the end at once. (Stepping by the
+        // stride here made a file sealed empty, then truncated past 8 MiB, read one byte per upper read.)
+        parts.push(await this.upper.read(ino, pos, end - pos));
+        break;
+      }
+      if (isLocal(c, idx)) {
         parts.push(await this.upper.read(ino, pos, len));
       } else {
         const hash = c.sealed.blocks[idx];
