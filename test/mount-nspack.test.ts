@@ -16,6 +16,7 @@ import { hotsetKey, metaKey, nsPackKey } from '../src/store/keys.js';
 import { pullSnapshot } from '../src/snapshot/pull.js';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
+import { RecordingStore } from './support/ops-stores.js';
 import { testS3Url } from './support/s3.js';
 
 let h: TestHome;
@@ -80,17 +81,10 @@ async function pullCountingTreeGets(dest: string): Promise<number> {
   const head = await readHead(store, 'acme', 'ns');
   assert.ok(head);
   const snapKey = metaKey('acme', head.snapshot);
-  let treeGets = 0;
-  const counting = new Proxy(store, {
-    get(target, prop, recv) {
-      if (prop === 'get') return async (k: string) => ((k.includes('/meta/') && k !== snapKey ? treeGets++ : 0), target.get(k));
-      const v: unknown = Reflect.get(target, prop, recv);
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  });
+  const counting = new RecordingStore(store);
   await pullSnapshot(counting, 'acme', head.snapshot, dest, { home: 'ns', xattrs: false });
   assert.equal(await shOk(`cd ${dest} && ${LIST}`), expected, 'the pulled copy is the pushed home');
-  return treeGets;
+  return counting.calls.filter((c) => c.op === 'get' && c.key.includes('/meta/') && c.key !== snapKey).length;
 }
 
 test('pull takes the trees from the pack; with the pack damaged it fetches them one by one', async () => {
