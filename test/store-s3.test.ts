@@ -10,7 +10,7 @@ import { openStore } from '../src/store/open.js';
 import { assertCreateIfAbsent } from '../src/store/probe.js';
 import { RetryingStore } from '../src/store/retry.js';
 import { S3Store, createS3Store, parseS3Url } from '../src/store/s3.js';
-import type { ObjectInfo, Store } from '../src/store/store.js';
+import { ForwardingStore } from '../src/store/forwarding.js';
 import { StoreUnavailableError, UserError } from '../src/util/errors.js';
 import { closedPort, testS3Base, testS3Url } from './support/s3.js';
 import { collect, storeConformance } from './support/store-conformance.js';
@@ -19,35 +19,10 @@ storeConformance('s3 (Ceph RGW)', async () => createS3Store(new URL(await testS3
 storeConformance('s3 via openStore (retrying, probed)', async () => openStore(await testS3Url(), { write: true }));
 
 /** A store that ignores create-if-absent, like an S3 service that ignores If-None-Match. */
-class OverwritingStore implements Store {
-  readonly url: string;
-  constructor(private readonly inner: Store) {
-    this.url = inner.url;
-  }
-  has(keys: readonly string[]): Promise<Set<string>> {
-    return this.inner.has(keys);
-  }
-  get(key: string): Promise<Buffer> {
-    return this.inner.get(key);
-  }
-  getRange(key: string, offset: number, length: number): Promise<Buffer> {
-    return this.inner.getRange(key, offset, length);
-  }
-  put(key: string, data: Buffer): Promise<void> {
-    return this.inner.put(key, data);
-  }
-  async putIfAbsent(key: string, data: Buffer): Promise<boolean> {
+class OverwritingStore extends ForwardingStore {
+  override async putIfAbsent(key: string, data: Buffer): Promise<boolean> {
     await this.inner.put(key, data);
     return true;
-  }
-  list(prefix: string, limit?: number): AsyncIterable<ObjectInfo> {
-    return this.inner.list(prefix, limit);
-  }
-  delete(key: string): Promise<void> {
-    return this.inner.delete(key);
-  }
-  close(): Promise<void> {
-    return this.inner.close();
   }
 }
 

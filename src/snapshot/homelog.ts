@@ -16,6 +16,7 @@
 import { hashBuffer } from '../hash/blake3.js';
 import { blockKey, headKey, logKey, logPrefix, logsPrefix, metaKey, decodeGen } from '../store/keys.js';
 import type { ObjectInfo, Store } from '../store/store.js';
+import { ForwardingStore } from '../store/forwarding.js';
 import { FormatError, NotFoundError } from '../util/errors.js';
 import { readHead, type HeadRecord } from './heads.js';
 import { ObjectStore } from './objects.js';
@@ -202,38 +203,22 @@ export function segmentObjects(org: string, s: Segment): Map<string, Buffer> {
 }
 
 /** A read view of a store with a segment's objects added (writes go to the store itself). */
-export class OverlayStore implements Store {
-  constructor(readonly inner: Store, private readonly extra: Map<string, Buffer>) {}
-  get url(): string {
-    return this.inner.url;
+export class OverlayStore extends ForwardingStore {
+  constructor(inner: Store, private readonly extra: Map<string, Buffer>) {
+    super(inner);
   }
-  async has(keys: readonly string[]): Promise<Set<string>> {
+  override async has(keys: readonly string[]): Promise<Set<string>> {
     const found = await this.inner.has(keys.filter((k) => !this.extra.has(k)));
     for (const k of keys) if (this.extra.has(k)) found.add(k);
     return found;
   }
-  get(key: string): Promise<Buffer> {
+  override get(key: string): Promise<Buffer> {
     const b = this.extra.get(key);
     return b ? Promise.resolve(b) : this.inner.get(key);
   }
-  getRange(key: string, offset: number, length: number): Promise<Buffer> {
+  override getRange(key: string, offset: number, length: number): Promise<Buffer> {
     const b = this.extra.get(key);
     return b ? Promise.resolve(b.subarray(offset, offset + length)) : this.inner.getRange(key, offset, length);
-  }
-  put(key: string, data: Buffer): Promise<void> {
-    return this.inner.put(key, data);
-  }
-  putIfAbsent(key: string, data: Buffer): Promise<boolean> {
-    return this.inner.putIfAbsent(key, data);
-  }
-  list(prefix: string, limit?: number): AsyncIterable<ObjectInfo> {
-    return this.inner.list(prefix, limit);
-  }
-  delete(key: string): Promise<void> {
-    return this.inner.delete(key);
-  }
-  close(): Promise<void> {
-    return this.inner.close();
   }
 }
 

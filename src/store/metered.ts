@@ -7,7 +7,8 @@
  */
 import { NotFoundError } from '../util/errors.js';
 import { keyKind } from './keys.js';
-import type { ObjectInfo, Store } from './store.js';
+import { ForwardingStore } from './forwarding.js';
+import type { Store } from './store.js';
 
 export interface StoreMeters {
   /** Counts one request of `op` on a key of `kind` and starts timing it; calling the result ends it. */
@@ -18,11 +19,9 @@ export interface StoreMeters {
   failed(op: string): void;
 }
 
-export class MeteredStore implements Store {
-  constructor(readonly inner: Store, private readonly m: StoreMeters) {}
-
-  get url(): string {
-    return this.inner.url;
+export class MeteredStore extends ForwardingStore {
+  constructor(inner: Store, private readonly m: StoreMeters) {
+    super(inner);
   }
 
   private async timed<T>(op: string, kind: string, fn: () => Promise<T>): Promise<T> {
@@ -37,42 +36,34 @@ export class MeteredStore implements Store {
     }
   }
 
-  has(keys: readonly string[]): Promise<Set<string>> {
+  override has(keys: readonly string[]): Promise<Set<string>> {
     return this.timed('has', 'other', () => this.inner.has(keys));
   }
 
-  async get(key: string): Promise<Buffer> {
+  override async get(key: string): Promise<Buffer> {
     const data = await this.timed('get', keyKind(key), () => this.inner.get(key));
     this.m.fetched(keyKind(key), data.length);
     return data;
   }
 
-  async getRange(key: string, offset: number, length: number): Promise<Buffer> {
+  override async getRange(key: string, offset: number, length: number): Promise<Buffer> {
     const data = await this.timed('getRange', keyKind(key), () => this.inner.getRange(key, offset, length));
     this.m.fetched(keyKind(key), data.length);
     return data;
   }
 
-  async put(key: string, data: Buffer): Promise<void> {
+  override async put(key: string, data: Buffer): Promise<void> {
     await this.timed('put', keyKind(key), () => this.inner.put(key, data));
     this.m.uploaded(keyKind(key), data.length);
   }
 
-  async putIfAbsent(key: string, data: Buffer): Promise<boolean> {
+  override async putIfAbsent(key: string, data: Buffer): Promise<boolean> {
     const created = await this.timed('putIfAbsent', keyKind(key), () => this.inner.putIfAbsent(key, data));
     if (created) this.m.uploaded(keyKind(key), data.length);
     return created;
   }
 
-  list(prefix: string, limit?: number): AsyncIterable<ObjectInfo> {
-    return this.inner.list(prefix, limit);
-  }
-
-  delete(key: string): Promise<void> {
+  override delete(key: string): Promise<void> {
     return this.timed('delete', keyKind(key), () => this.inner.delete(key));
-  }
-
-  close(): Promise<void> {
-    return this.inner.close();
   }
 }

@@ -10,13 +10,12 @@ import { BlockCache } from '../../src/cache/blockcache.js';
 import { hashBuffer } from '../../src/hash/blake3.js';
 import { blockKey, metaKey } from '../../src/store/keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import type { ObjectInfo, Store } from '../../src/store/store.js';
+import { ForwardingStore } from '../../src/store/forwarding.js';
 
 export const ORG = 'acme';
 
-export class CountingStore implements Store {
-  readonly url = 'memory://counting';
-  readonly inner = new MemoryStore();
+export class CountingStore extends ForwardingStore {
+  declare readonly inner: MemoryStore;
   readonly gets = new Map<string, number>();
   /** Every GET's key, in the order the GETs started. */
   readonly order: string[] = [];
@@ -30,6 +29,14 @@ export class CountingStore implements Store {
   inFlight = 0;
   maxInFlight = 0;
 
+  constructor() {
+    super(new MemoryStore());
+  }
+
+  override get url(): string {
+    return 'memory://counting';
+  }
+
   getCount(key?: string): number {
     if (key !== undefined) return this.gets.get(key) ?? 0;
     let n = 0;
@@ -37,15 +44,11 @@ export class CountingStore implements Store {
     return n;
   }
 
-  has(keys: readonly string[]): Promise<Set<string>> {
-    return this.inner.has(keys);
-  }
-
-  async getRange(key: string, offset: number, length: number): Promise<Buffer> {
+  override async getRange(key: string, offset: number, length: number): Promise<Buffer> {
     return (await this.get(key)).subarray(offset, offset + length);
   }
 
-  async get(key: string): Promise<Buffer> {
+  override async get(key: string): Promise<Buffer> {
     this.gets.set(key, (this.gets.get(key) ?? 0) + 1);
     this.order.push(key);
     if (this.hang) return new Promise<Buffer>(() => undefined);
@@ -59,24 +62,6 @@ export class CountingStore implements Store {
       this.inFlight--;
     }
   }
-
-  put(key: string, data: Buffer): Promise<void> {
-    return this.inner.put(key, data);
-  }
-
-  putIfAbsent(key: string, data: Buffer): Promise<boolean> {
-    return this.inner.putIfAbsent(key, data);
-  }
-
-  list(prefix: string, limit?: number): AsyncIterable<ObjectInfo> {
-    return this.inner.list(prefix, limit);
-  }
-
-  delete(key: string): Promise<void> {
-    return this.inner.delete(key);
-  }
-
-  async close(): Promise<void> {}
 }
 
 export interface Obj {

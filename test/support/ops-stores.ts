@@ -3,44 +3,38 @@
  * that lets a test run code at a chosen point of another operation (a HEAD advance held at a gate, a hook
  * before a listing), which is how a seal "in flight" during gc is made deterministic.
  */
+import { ForwardingStore } from '../../src/store/forwarding.js';
 import type { ObjectInfo, Store } from '../../src/store/store.js';
 
-export class RecordingStore implements Store {
+export class RecordingStore extends ForwardingStore {
   readonly calls: Array<{ op: string; key: string }> = [];
-  constructor(readonly inner: Store) {}
-  get url(): string {
-    return this.inner.url;
-  }
-  has(keys: readonly string[]): Promise<Set<string>> {
+  override has(keys: readonly string[]): Promise<Set<string>> {
     for (const k of keys) this.calls.push({ op: 'has', key: k });
     return this.inner.has(keys);
   }
-  get(key: string): Promise<Buffer> {
+  override get(key: string): Promise<Buffer> {
     this.calls.push({ op: 'get', key });
     return this.inner.get(key);
   }
-  getRange(key: string, offset: number, length: number): Promise<Buffer> {
+  override getRange(key: string, offset: number, length: number): Promise<Buffer> {
     this.calls.push({ op: 'get', key });
     return this.inner.getRange(key, offset, length);
   }
-  put(key: string, data: Buffer): Promise<void> {
+  override put(key: string, data: Buffer): Promise<void> {
     this.calls.push({ op: 'put', key });
     return this.inner.put(key, data);
   }
-  putIfAbsent(key: string, data: Buffer): Promise<boolean> {
+  override putIfAbsent(key: string, data: Buffer): Promise<boolean> {
     this.calls.push({ op: 'putIfAbsent', key });
     return this.inner.putIfAbsent(key, data);
   }
-  async *list(prefix: string, limit?: number): AsyncIterable<ObjectInfo> {
+  override async *list(prefix: string, limit?: number): AsyncIterable<ObjectInfo> {
     this.calls.push({ op: 'list', key: prefix });
     yield* this.inner.list(prefix, limit);
   }
-  delete(key: string): Promise<void> {
+  override delete(key: string): Promise<void> {
     this.calls.push({ op: 'delete', key });
     return this.inner.delete(key);
-  }
-  close(): Promise<void> {
-    return this.inner.close();
   }
 }
 
@@ -51,41 +45,22 @@ export interface Hooks {
   beforeList?: { match: RegExp; run: () => Promise<void> };
 }
 
-export class HookedStore implements Store {
+export class HookedStore extends ForwardingStore {
   private listHookDone = false;
-  constructor(readonly inner: Store, readonly hooks: Hooks) {}
-  get url(): string {
-    return this.inner.url;
+  constructor(inner: Store, readonly hooks: Hooks) {
+    super(inner);
   }
-  has(keys: readonly string[]): Promise<Set<string>> {
-    return this.inner.has(keys);
-  }
-  get(key: string): Promise<Buffer> {
-    return this.inner.get(key);
-  }
-  getRange(key: string, offset: number, length: number): Promise<Buffer> {
-    return this.inner.getRange(key, offset, length);
-  }
-  put(key: string, data: Buffer): Promise<void> {
-    return this.inner.put(key, data);
-  }
-  async putIfAbsent(key: string, data: Buffer): Promise<boolean> {
+  override async putIfAbsent(key: string, data: Buffer): Promise<boolean> {
     await this.hooks.beforePutIfAbsent?.(key);
     return this.inner.putIfAbsent(key, data);
   }
-  async *list(prefix: string, limit?: number): AsyncIterable<ObjectInfo> {
+  override async *list(prefix: string, limit?: number): AsyncIterable<ObjectInfo> {
     const h = this.hooks.beforeList;
     if (h && !this.listHookDone && h.match.test(prefix)) {
       this.listHookDone = true;
       await h.run();
     }
     yield* this.inner.list(prefix, limit);
-  }
-  delete(key: string): Promise<void> {
-    return this.inner.delete(key);
-  }
-  close(): Promise<void> {
-    return this.inner.close();
   }
 }
 
