@@ -2,6 +2,7 @@
 mknod — return values, errno on every error path, and nlink counts."""
 import errno
 import os
+import subprocess
 import stat
 
 from lib.asserts import eq, expect_errno, read, true, write
@@ -290,6 +291,46 @@ def _(t):
                         pass
     true({f'f{i}' for i in range(100)} <= seen, 'readdir lost entries that were never removed')
     eq(len(os.listdir(t.d)), 100, 'count after unlinks')
+
+
+@check('posix.readdir.during_create_and_rename')
+def _(t):
+    """A listing that spans many getdents calls, while other names come and go: every entry that stays is
+    listed exactly once (readdir cookies must not shift when the directory changes under a reader)."""
+    pad = 'x' * 60  # long names: the listing takes several requests of the kernel's 32 KiB
+    stay = [f's{i:03d}{pad}' for i in range(300)]
+    moved = [f'm{i:03d}{pad}' for i in range(100)]
+    for n in moved + stay:  # created first: listed first whether listings follow creation or name order
+        write(t.p(n))
+    seen = []
+    with os.scandir(t.d) as it:
+        for i, e in enumerate(it):
+            seen.append(e.name)
+            if i == 120:
+                for j, n in enumerate(moved):  # out of the part already listed, into the part still to come
+                    os.rename(t.p(n), t.p(f'z{j:03d}'))
+                write(t.p('a-new'))
+    bad = sorted(n[:4] for n in stay if seen.count(n) != 1)
+    eq(bad, [], 'entries that stayed but were not listed exactly once (name prefixes)')
+
+
+@check('posix.readdir.sees_changes')
+def _(t):
+    """Listings are cached by the kernel between reads of a directory: each change must still show at once."""
+    for i in range(50):
+        write(t.p(f'f{i:02d}'))
+    eq(len(os.listdir(t.d)), 50, 'first listing')
+    write(t.p('new'))
+    true('new' in os.listdir(t.d), 'a created file is listed')
+    os.rename(t.p('new'), t.p('renamed'))
+    got = set(os.listdir(t.d))
+    true('renamed' in got and 'new' not in got, 'a rename shows in the next listing')
+    os.unlink(t.p('f07'))
+    os.mkdir(t.p('d'))
+    got = set(os.listdir(t.d))
+    true('f07' not in got and 'd' in got, 'unlink and mkdir show in the next listing')
+    subprocess.run(['touch', t.p('from-child')], check=True)
+    true('from-child' in os.listdir(t.d), "another process's create shows in this one's listing")
 
 
 def _umask():

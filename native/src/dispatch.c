@@ -216,6 +216,17 @@ static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   BEGIN(3); a[1] = u64(env, ino); a[2] = num(env, fi->flags); END(OP_OPENDIR, 3);
 }
+/*
+ * Without a JS opendir handler: where the kernel supports zero-message opendir, ENOSYS tells it to stop sending
+ * opendir and releasedir altogether (it then keeps each directory's listing in its cache, invalidated when the
+ * directory changes); elsewhere the same flags are given per open. readdir then arrives with fh 0.
+ */
+static void ll_opendir_default(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+  (void)ino;
+  if (S(req)->zero_opendir) { fuse_reply_err(req, ENOSYS); return; }
+  fi->fh = 0; fi->keep_cache = 1; fi->cache_readdir = 1;
+  fuse_reply_open(req, fi);
+}
 static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
   BEGIN(5); a[1] = u64(env, ino); a[2] = num(env, (double)size); a[3] = num(env, (double)off);
   a[4] = u64(env, fi->fh); END(OP_READDIR, 5);
@@ -281,6 +292,7 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn) {
   conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
   if (s->fn[OP_READDIRPLUS] && (conn->capable & FUSE_CAP_READDIRPLUS)) conn->want |= FUSE_CAP_READDIRPLUS;
   if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+  s->zero_opendir = !s->fn[OP_OPENDIR] && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0;
   if (s->settings.writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
     conn->want |= FUSE_CAP_WRITEBACK_CACHE;
   if (s->settings.max_write && s->settings.max_write < conn->max_write) conn->max_write = s->settings.max_write;
@@ -344,6 +356,7 @@ void hf_fill_llops(hf_session *s) {
   SET(OP_RELEASE, release, ll_release);
   SET(OP_FSYNC, fsync, ll_fsync);
   SET(OP_OPENDIR, opendir, ll_opendir);
+  if (!s->fn[OP_OPENDIR]) o->opendir = ll_opendir_default;
   SET(OP_READDIR, readdir, ll_readdir);
   SET(OP_READDIRPLUS, readdirplus, ll_readdirplus);
   SET(OP_RELEASEDIR, releasedir, ll_releasedir);

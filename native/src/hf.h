@@ -55,6 +55,7 @@ typedef struct hf_session {
   int unmount_pending;         /* unmount() was called from inside a handler */
   uint64_t init_unique;        /* unique of the FUSE_INIT request, to patch its reply */
   int init_patched;
+  int zero_opendir;            /* no JS opendir handler and the kernel takes ENOSYS as success (see ll_init) */
   napi_ref pending_exc;        /* first exception thrown by a handler during a drain */
   uint64_t *intr;              /* interrupted request handles queued during process_buf */
   size_t nintr, capintr;

@@ -19,6 +19,7 @@ import { NeedsLoad, type HomeView } from '../inodes/view.js';
 import { Xattrs } from '../inodes/xattrs.js';
 import { CorruptObjectError, FormatError, NotFoundError, StoreUnavailableError } from '../util/errors.js';
 import { attrOf, entryOf, kindOfMode, toNs, type Timeouts } from './attr.js';
+import { Listings } from './listings.js';
 import { CommittedReplies } from './replies.js';
 
 export interface AdapterHooks {
@@ -34,11 +35,6 @@ export interface AdapterHooks {
   readOnly: boolean;
 }
 
-interface DirHandle {
-  ino: number;
-  entries: Array<[string, Inode]>;
-}
-
 export class FuseAdapter {
   private nextFh = 1;
   private readonly files = new Map<number, number>();
@@ -46,7 +42,7 @@ export class FuseAdapter {
   private readonly holds = new Map<number, () => void>();
   /** Requests waiting on the store that an interrupt answers with EINTR (reads, directory loads). */
   private readonly interruptible = new Set<Req>();
-  private readonly dirs = new Map<number, DirHandle>();
+  private readonly listings = new Listings();
   private replies: CommittedReplies | undefined;
   private readonly xattrs: Xattrs;
 
@@ -281,17 +277,9 @@ export class FuseAdapter {
           this.hooks.observe('fsync', performance.now() - t0);
         }, (e: unknown) => this.fail(req, 'fsync', e));
       },
-      opendir: (req, ino) => this.run(req, 'opendir', ino, () => {
-        const fh = this.nextFh++;
-        this.dirs.set(fh, { ino, entries: this.view.list(ino) });
-        this.s.open(req, { fh, keepCache: true });
-      }),
-      readdir: (req, ino, size, offset, fh) => this.run(req, 'readdir', ino, () => this.readdir(req, ino, size, offset, fh, false)),
-      readdirplus: (req, ino, size, offset, fh) => this.run(req, 'readdirplus', ino, () => this.readdir(req, ino, size, offset, fh, true)),
-      releasedir: (req, _ino, fh) => {
-        this.dirs.delete(fh);
-        this.s.err(req, 0);
-      },
+      // No opendir or releasedir: the binding makes opendir zero-message (listings.ts explains the cookies).
+      readdir: (req, ino, size, offset) => this.run(req, 'readdir', ino, () => this.readdir(req, ino, size, offset, false)),
+      readdirplus: (req, ino, size, offset) => this.run(req, 'readdirplus', ino, () => this.readdir(req, ino, size, offset, true)),
       fsyncdir: (req) => {
         this.hooks.fsync(0, false).then(() => this.s.err(req, 0), (e: unknown) => this.fail(req, 'fsyncdir', e));
       },
@@ -369,28 +357,32 @@ export class FuseAdapter {
     meta();
   }
 
-  private readdir(req: Req, ino: number, size: number, offset: number, fh: number, plus: boolean): void {
-    let h = this.dirs.get(fh);
-    if (!h || offset === 0) {
-      h = { ino, entries: this.view.list(ino) };
-      if (this.dirs.has(fh)) this.dirs.set(fh, h);
-    }
+  private readdir(req: Req, ino: number, size: number, offset: number, plus: boolean): void {
+    const { entries, pos, cookie } = this.listings.at(ino, offset, () => this.view.list(ino).map(([name, i]) => [name, i.ino]));
     const self = this.view.get(ino);
-    const parentIno = self.parents[0] ?? ino;
-    const parent = this.view.get(parentIno);
-    // Cookies: 1 = after ".", 2 = after "..", k + 3 = after entries[k]. Only what can fit is mapped: a
-    // dirent takes at least 24 bytes, a direntplus at least 152.
-    const end = Math.min(h.entries.length + 2, offset + Math.ceil(size / (plus ? 152 : 24)) + 1);
-    const slice: Array<[string, Inode]> = [];
-    for (let k = offset; k < end; k++) slice.push(k === 0 ? ['.', self] : k === 1 ? ['..', parent] : (h.entries[k - 2] as [string, Inode]));
+    const parent = this.view.get(self.parents[0] ?? ino);
+    // Positions: 1 = after ".", 2 = after "..", k + 3 = after entries[k]. Only what can fit is looked at: a
+    // dirent takes at least 24 bytes, a direntplus at least 152. An entry whose inode has gone since the
+    // listing was taken is left out (it was removed during the walk).
+    const end = Math.min(entries.length + 2, pos + Math.ceil(size / (plus ? 152 : 24)) + 1);
+    const slice: Array<{ name: string; node: Inode; off: number }> = [];
+    for (let k = pos; k < end; k++) {
+      const [name, node] = k === 0 ? ['.', self] : k === 1 ? ['..', parent] : this.listed(entries[k - 2]);
+      if (node) slice.push({ name, node, off: cookie(k + 1) });
+    }
+    if (pos >= entries.length + 2) this.listings.done(offset);
     if (plus) {
-      const packed = this.s.dirPlus(req, size, slice.map(([name, node], i) => ({ name, entry: entryOf(node, this.t), off: offset + i + 1 })));
+      const packed = this.s.dirPlus(req, size, slice.map(({ name, node, off }) => ({ name, entry: entryOf(node, this.t), off })));
       for (let i = 0; i < packed; i++) {
-        const [name, node] = slice[i] as [string, Inode];
+        const { name, node } = slice[i] as { name: string; node: Inode };
         if (name !== '.' && name !== '..') this.view.ref(node.ino);
       }
     } else {
-      this.s.dir(req, size, slice.map(([name, node], i) => ({ name, ino: node.ino, mode: attrOf(node).mode, off: offset + i + 1 })));
+      this.s.dir(req, size, slice.map(({ name, node, off }) => ({ name, ino: node.ino, mode: attrOf(node).mode, off })));
     }
+  }
+
+  private listed(e: [string, number] | undefined): [string, Inode | undefined] {
+    return e ? [e[0], this.view.peek(e[1])] : ['', undefined];
   }
 }

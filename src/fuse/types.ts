@@ -78,8 +78,11 @@ export interface Reply {
 
 /**
  * Every handler is synchronous and must eventually call exactly one reply for req. Ops missing from the
- * object (undefined at mount time) are answered by libfuse: ENOSYS, except open/opendir (success, fh 0),
- * release/releasedir (success), statfs (a default) and forget (nothing). Defining `readdirplus` turns the
+ * object (undefined at mount time) are answered by libfuse: ENOSYS, except open (success, fh 0),
+ * release/releasedir (success), statfs (a default) and forget (nothing). Without `opendir` the binding makes
+ * opendir zero-message where the kernel supports it (no opendir or releasedir requests at all, listings kept in
+ * the kernel's cache until the directory changes), else answers it with fh 0 and the same cache flags: readdir
+ * then always gets fh 0, so its cookies alone must say where a listing continues. Defining `readdirplus` turns the
  * kernel's readdirplus on (with readdirplus_auto the kernel picks readdir or readdirplus per call, so both
  * must list the same entries with the same cookies); leave it undefined to get plain readdir only. A handler that throws gets its request answered with EIO and the exception is then
  * re-raised as an uncaught exception (the process's exit hooks unmount). `open` never sees O_TRUNC: the
@@ -108,11 +111,11 @@ export interface Ops {
   flush(req: Req, ino: number, fh: number): void;
   release(req: Req, ino: number, fh: number, flags: number): void;
   fsync(req: Req, ino: number, datasync: boolean, fh: number): void;
-  opendir(req: Req, ino: number, flags: number): void;
+  opendir?(req: Req, ino: number, flags: number): void;
   readdir(req: Req, ino: number, size: number, offset: number, fh: number): void;
   /** Reply with dirPlus; the kernel takes a lookup reference for each packed entry except "." and "..". */
   readdirplus(req: Req, ino: number, size: number, offset: number, fh: number): void;
-  releasedir(req: Req, ino: number, fh: number): void;
+  releasedir?(req: Req, ino: number, fh: number): void;
   fsyncdir(req: Req, ino: number, datasync: boolean, fh: number): void;
   statfs(req: Req, ino: number): void;
   /** flags: XATTR_CREATE (1), XATTR_REPLACE (2). */

@@ -67,6 +67,11 @@ export class HomeView {
     return i;
   }
 
+  /** The inode, or undefined if it is gone. */
+  peek(ino: number): Inode | undefined {
+    return this.journal.get(ino);
+  }
+
   dir(ino: number): Inode {
     const i = this.get(ino);
     if (i.kind !== 'dir') throw fsErr(E.ENOTDIR);
