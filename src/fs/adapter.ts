@@ -358,7 +358,7 @@ export class FuseAdapter {
   }
 
   private readdir(req: Req, ino: number, size: number, offset: number, plus: boolean): void {
-    const { entries, pos, cookie } = this.listings.at(ino, offset, () => this.view.list(ino).map(([name, i]) => [name, i.ino]));
+    const { entries, pos, cookie, done } = this.listings.at(ino, offset, () => this.view.list(ino).map(([name, i]) => [name, i.ino]));
     const self = this.view.get(ino);
     const parent = this.view.get(self.parents[0] ?? ino);
     // Positions: 1 = after ".", 2 = after "..", k + 3 = after entries[k]. Only what can fit is looked at: a
@@ -370,7 +370,7 @@ export class FuseAdapter {
       const [name, node] = k === 0 ? ['.', self] : k === 1 ? ['..', parent] : this.listed(entries[k - 2]);
       if (node) slice.push({ name, node, off: cookie(k + 1) });
     }
-    if (pos >= entries.length + 2) this.listings.done(offset);
+    if (pos >= entries.length + 2) done();
     if (plus) {
       const packed = this.s.dirPlus(req, size, slice.map(({ name, node, off }) => ({ name, entry: entryOf(node, this.t), off })));
       for (let i = 0; i < packed; i++) {

@@ -31,9 +31,9 @@ export class Listings {
 
   /**
    * The listing a readdir of `ino` at `offset` continues (`list` makes a fresh one), the position it starts
-   * at, and the cookie of each position in it.
+   * at, the cookie of each position in it, and `done` to drop it once a reader has reached its end.
    */
-  at(ino: number, offset: number, list: () => Listed): { entries: Listed; pos: number; cookie: (pos: number) => number } {
+  at(ino: number, offset: number, list: () => Listed): { entries: Listed; pos: number; cookie: (pos: number) => number; done: () => void } {
     let id = Math.floor(offset / POS_SPAN);
     const pos = offset % POS_SPAN;
     let l = offset === 0 ? undefined : this.kept.get(id);
@@ -46,12 +46,7 @@ export class Listings {
       if (this.kept.size > this.max) this.kept.delete(this.kept.keys().next().value as number);
     }
     const base = id * POS_SPAN;
-    return { entries: l.entries, pos, cookie: (p) => base + p };
-  }
-
-  /** A reader reached the end of the listing `offset` belongs to: it is not needed any more. */
-  done(offset: number): void {
-    this.kept.delete(Math.floor(offset / POS_SPAN));
+    return { entries: l.entries, pos, cookie: (p) => base + p, done: () => this.kept.delete(id) };
   }
 
   /** Listings kept now (tests). */
