@@ -11,7 +11,7 @@ import { request, Agent } from 'node:http';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LatencyProxy, concurrency, releaseTime, startsRequest } from '../bench/lib/latencyproxy.js';
+import { LatencyProxy, concurrency, releaseTime, startsRequest, type RequestSpan } from '../bench/lib/latencyproxy.js';
 import { cephFromExports, parseExports, s3Urls, storeRequestCounts } from '../bench/lib/s3env.js';
 import { parseRtts } from '../bench/lib/rttrun.js';
 import { rttTable } from '../bench/lib/rttreport.js';
@@ -34,7 +34,7 @@ test('releaseTime delays by the latency and never reorders a connection', () => 
 });
 
 test('concurrency: busy time is the union of spans, mean and max in flight', () => {
-  const span = (start: number, firstByte: number): { start: number; firstByte: number; method: string } => ({ start, firstByte, method: 'GET' });
+  const span = (start: number, firstByte: number): RequestSpan => ({ start, firstByte, method: 'GET', target: '/k' });
   const serial = concurrency([span(0, 20), span(20, 40), span(40, 60)], 0, 100);
   assert.deepEqual(serial, { requests: 3, busyMs: 60, meanInFlight: 1, maxInFlight: 1 });
   const parallel = concurrency([span(0, 20), span(0, 20), span(10, 30), span(200, 220)], 0, 100);

@@ -40,6 +40,8 @@ export interface RequestSpan {
   start: number;
   firstByte: number;
   method: string;
+  /** The request target (path and query), for request logs. */
+  target: string;
 }
 
 /**
@@ -118,8 +120,8 @@ export class LatencyProxy {
     client.on('data', (chunk: Buffer) => {
       const now = this.now();
       if (startsRequest(chunk, answered)) {
-        const sp = chunk.indexOf(0x20);
-        open = { start: now, firstByte: NaN, method: chunk.subarray(0, sp > 0 ? sp : 0).toString('latin1') };
+        const line = chunk.subarray(0, Math.max(0, chunk.indexOf(0x0d))).toString('latin1').split(' ');
+        open = { start: now, firstByte: NaN, method: line[0] ?? '', target: line[1] ?? '' };
         this.spans.push(open);
       }
       answered = false;

@@ -5,7 +5,8 @@
  *
  * Prints the port it listens on (127.0.0.1 only; also written to the port file if given), and on SIGINT or
  * SIGTERM a JSON summary of the requests it saw (count, by method, busy time, mean and max in flight),
- * then exits.
+ * then exits. With RTTPROXY_LOG=<file>, every request also goes to that file, one JSON line each
+ * ({ start, firstByte, method, target }, ms since the proxy started), for a per-request timeline.
  */
 import { writeFileSync } from 'node:fs';
 import { LatencyProxy, concurrency } from '../latencyproxy.js';
@@ -25,6 +26,8 @@ const done = async (): Promise<void> => {
   const from = proxy.spans[0]?.start ?? 0;
   const to = proxy.now();
   process.stdout.write(`${JSON.stringify({ ...concurrency(proxy.spans, from, to), byMethod, firstToLastMs: to - from })}\n`);
+  const log = process.env.RTTPROXY_LOG;
+  if (log) writeFileSync(log, proxy.spans.map((s) => JSON.stringify(s)).join('\n') + '\n');
   await proxy.stop();
   process.exit(0);
 };
