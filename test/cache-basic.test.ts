@@ -137,3 +137,25 @@ test('use before init() or after close() is a clear error; invalid hashes are re
     assert.throws(() => new BlockCache({ dir, store, org: '../evil', maxBytes: 1 }));
   });
 });
+
+test('putInMemory: served from memory with no disk file; written to disk when the memory LRU evicts it', async () => {
+  await withTempDir(async (dir) => {
+    const store = new CountingStore();
+    const c = await open(join(dir, ORG), store, 5000);
+    const a = Buffer.alloc(3000, 1);
+    const b = Buffer.alloc(3000, 2);
+    const ha = hashBuffer(a);
+    const hb = hashBuffer(b);
+    c.putInMemory('meta', ha, a);
+    await c.flush();
+    assert.equal(c.has('meta', ha), true);
+    assert.deepEqual(c.diskOrder(), [], 'no disk write while it stays in memory');
+    assert.deepEqual(await c.get('meta', ha), a);
+    c.putInMemory('meta', hb, b); // 6000 bytes > 5000: a is evicted from memory
+    await c.flush();
+    assert.deepEqual(c.diskOrder(), [`meta/${ha}`], 'the evicted object went to disk');
+    assert.deepEqual(await c.get('meta', ha), a);
+    assert.equal(store.getCount(), 0, 'never fetched');
+    await c.close();
+  });
+});

@@ -32,7 +32,7 @@ class FakeCache implements HotCache {
     if (!b) throw new Error('not cached');
     return b;
   }
-  async put(kind: HotKind, hash: string, data: Buffer): Promise<void> {
+  putInMemory(kind: HotKind, hash: string, data: Buffer): void {
     assert.equal(hashBuffer(data), hash, 'only verified bytes are put');
     this.puts.push(`${kind}/${hash}`);
     this.objects.set(`${kind}/${hash}`, Buffer.from(data));

@@ -100,6 +100,8 @@ export class BlockCache {
   private readonly memory: LRUCache<string, Buffer> | undefined;
   /** Objects whose disk write is in progress: still readable while neither memory nor disk has them. */
   private readonly writing = new Map<string, { data: Buffer; done: Promise<void> }>();
+  /** Objects put with `putInMemory` and not written to disk yet: written when the memory LRU evicts them. */
+  private readonly memoryOnly = new Set<string>();
   private readonly inflight = new Map<string, Promise<Loaded>>();
   private readonly background = new Set<Promise<unknown>>();
   private readonly slots: FetchSlots;
@@ -118,7 +120,11 @@ export class BlockCache {
     this.fds = new FdCache(Math.max(1, opts.openFiles ?? defaults.cache.openFiles));
     const memoryBytes = opts.memoryBytes ?? defaults.cache.memoryBytes;
     this.memory = memoryBytes > 0
-      ? new LRUCache<string, Buffer>({ maxSize: memoryBytes, sizeCalculation: (b) => Math.max(1, b.length) })
+      ? new LRUCache<string, Buffer>({
+        maxSize: memoryBytes,
+        sizeCalculation: (b) => Math.max(1, b.length),
+        dispose: (data, k, reason) => this.leftMemory(k, data, reason),
+      })
       : undefined;
     const parallelism = Math.max(1, opts.fetchParallelism ?? defaults.cache.fetchParallelism);
     const background = Math.min(parallelism, Math.max(1, opts.prefetchParallelism ?? defaults.cache.prefetchParallelism));
@@ -270,6 +276,30 @@ export class BlockCache {
     assertHash(hash);
     this.memory?.set(cacheKey(kind, hash), data);
     await this.writeToDisk(kind, hash, data);
+  }
+
+  /**
+   * Inserts verified content into memory only; it goes to disk if the memory LRU evicts it, so it is never
+   * lost while the daemon runs. For objects that arrive by the thousand at wake (the namespace and wake
+   * packs, which the next wake fetches again): one disk file each would cost the event loop more than the
+   * store requests they replace. Without a memory cache this is `put`.
+   */
+  putInMemory(kind: ObjectKind, hash: string, data: Buffer): void {
+    this.assertOpen();
+    const k = cacheKey(kind, hash);
+    if (!this.memory) {
+      void this.writeToDisk(kind, hash, data).catch(() => undefined);
+      return;
+    }
+    if (this.index.has(k) || this.writing.has(k) || this.memory.has(k)) return;
+    this.memoryOnly.add(k);
+    this.memory.set(k, data);
+  }
+
+  private leftMemory(k: string, data: Buffer, reason: string): void {
+    if (!this.memoryOnly.delete(k) || reason !== 'evict' || this.state !== 'open') return;
+    const [kind, hash] = splitCacheKey(k);
+    void this.writeToDisk(kind, hash, data).catch(() => undefined);
   }
 
   /** Resolves once every disk write, eviction and last-use update started so far has finished. */
@@ -506,6 +536,11 @@ export class BlockCache {
 
 function cacheKey(kind: ObjectKind, hash: string): string {
   return `${kind}/${hash}`;
+}
+
+function splitCacheKey(k: string): [ObjectKind, string] {
+  const at = k.indexOf('/');
+  return [k.slice(0, at) as ObjectKind, k.slice(at + 1)];
 }
 
 function parseKey(key: string): { kind: ObjectKind; hash: string } {

@@ -22,7 +22,8 @@ export interface HotCache {
   has(kind: HotKind, hash: string): boolean;
   size(kind: HotKind, hash: string): number | undefined;
   get(kind: HotKind, hash: string): Promise<Buffer>;
-  put(kind: HotKind, hash: string, data: Buffer): Promise<void>;
+  /** Verified bytes into the cache's memory (to disk only if memory evicts them). */
+  putInMemory(kind: HotKind, hash: string, data: Buffer): void;
   prefetch(kind: HotKind, hashes: readonly string[]): void;
 }
 
@@ -175,7 +176,6 @@ export class HotSet {
     this.prefetchInOrder(rec.entries.filter((e) => !e.packed && want(e)), r);
     const rejected: HotEntry[] = [];
     const key = wakePackKey(this.org, this.home);
-    const puts: Array<Promise<void>> = [];
     await fetchPackSlices(async (offset, length) => {
       const data = await this.store.getRange(key, offset, length);
       r.bytesFetched += data.length;
@@ -183,7 +183,7 @@ export class HotSet {
     }, slices, { rangeBytes: this.opts.packRangeBytes, parallelism: this.opts.packParallelism }, {
       good: (entry, data) => {
         r.fromPack++;
-        puts.push(this.cache.put(entry.kind, entry.hash, data).catch(() => undefined));
+        this.cache.putInMemory(entry.kind, entry.hash, data); // written to disk only if memory evicts it
       },
       bad: (entry, err) => {
         if (err !== undefined) this.log.debug({ op: 'hotset.warm', err: errorMessage(err) }, 'wake pack range failed; prefetching its objects');
@@ -194,7 +194,6 @@ export class HotSet {
     r.packRejected = rejected.length;
     if (rejected.length > 0) this.log.warn({ op: 'hotset.warm', rejected: rejected.length }, 'wake pack objects missing or damaged; prefetching them instead');
     this.prefetchInOrder(rejected, r);
-    await Promise.all(puts);
   }
 
   /** Hands entries to the cache's prefetch queue in their order (one call per run of one kind). */

@@ -20,7 +20,8 @@ import { FormatError, errorMessage } from '../util/errors.js';
 export interface NsCache {
   has(kind: 'meta', hash: string): boolean;
   get(kind: 'meta', hash: string): Promise<Buffer>;
-  put(kind: 'meta', hash: string, data: Buffer): Promise<void>;
+  /** Verified bytes into the cache's memory (to disk only if memory evicts them). */
+  putInMemory(kind: 'meta', hash: string, data: Buffer): void;
 }
 
 export type NsPackOptions = typeof defaults.nsPack;
@@ -81,7 +82,6 @@ export class NsPack {
   }
 
   private async loadInto(r: NsLoadReport, root: string): Promise<void> {
-    const puts: Array<Promise<void>> = [];
     let index;
     try {
       index = await readNsPack((offset, length) => this.range(offset, length, r), {
@@ -92,7 +92,7 @@ export class NsPack {
         },
         tree: (hash, data) => {
           r.fromPack++;
-          puts.push(this.cache.put('meta', hash, data).catch(() => undefined));
+          this.cache.putInMemory('meta', hash, data); // thousands of small trees: no disk file each
         },
         rejected: (hash, err) => {
           r.rejected++;
@@ -103,8 +103,6 @@ export class NsPack {
       if (!(e instanceof FormatError)) throw e;
       this.log.warn({ op: 'nspack.load', err: e.message }, 'namespace pack ignored');
       return;
-    } finally {
-      await Promise.all(puts);
     }
     if (!index) return;
     r.found = true;
