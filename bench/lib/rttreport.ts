@@ -36,10 +36,12 @@ const ROWS: [string, string, string, Fmt][] = [
   ['', 'restic mount', 'wake.requests', num],
   ['', 'rclone mount', 'wake.requests', num],
   ['bytes pulled by that wake (status bytesFetched)', 'homefs', 'wake.pulled', fmtBytes],
+  ['… bytes it touched (status hotset.touchedBytes: objects read) / pulled ÷ touched', 'homefs', 'wake.touched', fmtBytes],
   ['GETs of that wake (status --metrics)', 'homefs', 'wake.getRequests', num],
   ['move: the same on a 2nd empty host after a session did that work, grep ends', 'homefs', 'move.grep', ms],
   ['… its mount returns / cat ends / git status ends', 'homefs', 'move.catgit', ms],
   ['… its store requests (proxy) / bytes pulled', 'homefs', 'move.reqbytes', ms],
+  ['… bytes it touched / pulled ÷ touched', 'homefs', 'move.touched', fmtBytes],
   ['`find` over the whole home, pushed and never mounted (from mount)', 'homefs', 'find', ms],
   ['', 'restic mount', 'find', ms],
   ['', 'rclone mount', 'find', ms],
@@ -70,6 +72,12 @@ function rowCell(s: Samples, system: string, metric: string, rtt: number, f: Fmt
   if (failed !== undefined) return `failed: ${failed}`;
   if (metric === 'move.catgit') return ['move.mount', 'move.cat', 'move.git'].map((m) => cell(s.get(k, m), ms)).join(' / ');
   if (metric === 'move.reqbytes') return `${cell(s.get(k, 'move.requests'), num)} / ${cell(s.get(k, 'move.pulled'), fmtBytes)}`;
+  if (metric.endsWith('.touched')) {
+    const step = metric.split('.')[0] ?? '';
+    const touched = s.get(k, metric).median;
+    const ratio = s.get(k, `${step}.pulled`).median / touched;
+    return `${cell(s.get(k, metric), fmtBytes)} / ${Number.isFinite(ratio) ? `${ratio.toFixed(2)}×` : '–'}`;
+  }
   return cell(s.get(k, metric), f);
 }
 

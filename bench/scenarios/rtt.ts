@@ -150,7 +150,9 @@ export async function rttRound(ctx: Ctx, c: CephS3, proxy: LatencyProxy, prefix:
         add('homefs', `${label}.git`, r.gitEnd);
         add('homefs', `${label}.grep`, r.grepEnd);
         add('homefs', `${label}.requests`, proxy.requests - n0);
-        add('homefs', `${label}.pulled`, (await homefsStatus(mnt)).bytesFetched);
+        const st = await homefsStatus(mnt);
+        add('homefs', `${label}.pulled`, st.bytesFetched);
+        add('homefs', `${label}.touched`, (st.hotset as { touchedBytes?: number } | undefined)?.touchedBytes ?? NaN);
         const metrics = await run(HOMEFS_BIN, ['status', mnt, '--metrics']);
         const byOp = storeRequestCounts(metrics.stdout);
         add('homefs', `${label}.getRequests`, byOp.get ?? NaN);
