@@ -185,3 +185,25 @@ test('a file sealed empty and truncated past 8 MiB reads its zeros in one upper 
     assert.ok(upperReads <= 1, `${upperReads} reads of the upper file for one read of 64 KiB`);
   });
 });
+
+test('writes to other bytes of a file in its upper file land together: every byte, the furthest end, all dirty', async () => {
+  await withNewFile(async (c, j) => {
+    await c.write(NEW, 0, Buffer.alloc(INLINE_MAX + 1, 1)); // spilled: wholly in its upper file from now on
+    const chunk = (i: number): Buffer => Buffer.alloc(256 * 1024, 10 + i);
+    // Issued at once, out of order, none awaited before the next: the last one ends furthest.
+    const order = [3, 0, 2, 5, 1, 4];
+    const n = await Promise.all(order.map((i) => c.write(NEW, INLINE_MAX + 1 + i * chunk(i).length, chunk(i))));
+    assert.deepEqual(n, order.map((i) => chunk(i).length));
+    const size = INLINE_MAX + 1 + 6 * 256 * 1024;
+    assert.equal(j.get(NEW)?.size, size);
+    assert.equal(c.usedBytes, size, 'the home counts each byte once');
+    const want = Buffer.concat([Buffer.alloc(INLINE_MAX + 1, 1), ...[0, 1, 2, 3, 4, 5].map(chunk)]);
+    assert.ok((await c.read(NEW, 0, size)).equals(want));
+    const handed: Buffer[] = [];
+    await c.sealFile(NEW, async (_b, data) => {
+      handed.push(Buffer.from(data));
+      return hashBuffer(data);
+    });
+    assert.ok(Buffer.concat(handed).equals(want), 'the seal hands over every byte written');
+  });
+});

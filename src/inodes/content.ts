@@ -13,7 +13,10 @@
  * bytes are as durable as the record (committed before the reply). It spills into an upper file when it
  * grows past the limit, when the inline bytes of the mount pass INLINE_TOTAL_MAX (memory), or at the seal.
  *
- * All changes to one inode's content are serialized (copy-up must never race a write into the same block).
+ * Changes to one inode's content are ordered by `RangeLocks` (rangelock.ts): a write into a file that is
+ * wholly in its upper file holds only the bytes it writes, so non-overlapping writes run their pwrite at
+ * the same time; everything that changes the file's state (copy-up, spill, truncate, the seal's capture)
+ * holds the whole file (copy-up must never race a write into the same block).
  */
 import { BLOCK_SIZE, SINGLE_BLOCK_MAX, blockStride } from '../hash/blake3.js';
 import { E, fsErr, nowNs } from './errors.js';
@@ -26,6 +29,7 @@ import type { Inode } from './types.js';
 import type { UpperFiles } from './upper.js';
 import { MAX_FILE_BYTES } from '../config.js';
 import type { NeighbourPrefetch } from './neighbours.js';
+import { RangeLocks } from './rangelock.js';
 
 /** Blocks of one file in flight at once during a seal's capture (each up to 4 MiB in memory). */
 const SEAL_WINDOW = 4;
@@ -68,7 +72,7 @@ export interface ContentOptions {
 }
 
 export class Content {
-  private readonly locks = new Map<number, Promise<unknown>>();
+  private readonly locks = new RangeLocks();
   private readonly lastRead = new Map<number, number>();
   /** Bytes held inline by files this process made inline (an estimate: files inlined before a restart are not counted). */
   private inlineBytes = 0;
@@ -81,16 +85,9 @@ export class Content {
     private readonly opts: ContentOptions,
   ) {}
 
-  /** Runs fn after every earlier content change of this inode. */
+  /** Runs fn after every earlier content change of this inode, before every later one. */
   private serialize<T>(ino: number, fn: () => Promise<T>): Promise<T> {
-    const prev = this.locks.get(ino) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
-    const tail = next.catch(() => undefined);
-    this.locks.set(ino, tail);
-    void tail.then(() => {
-      if (this.locks.get(ino) === tail) this.locks.delete(ino);
-    });
-    return next;
+    return this.locks.whole(ino, fn);
   }
 
   async read(ino: number, offset: number, length: number): Promise<Buffer> {
@@ -210,15 +207,51 @@ export class Content {
    * meanwhile (under the writeback cache the kernel sends its own mtime in a setattr that can overtake
    * the write it belongs to; the later, explicit value wins).
    */
-  private stamp(ino: number): (cur: Inode) => { mtimeNs: bigint; ctimeNs: bigint } {
+  private stamp(ino: number): Stamp {
     if (this.opts.kernelOwnsTimes) return (cur) => ({ mtimeNs: cur.mtimeNs, ctimeNs: cur.ctimeNs });
     const now = nowNs();
     const before = this.journal.get(ino)?.mtimeNs;
     return (cur) => (cur.mtimeNs === before ? { mtimeNs: now, ctimeNs: now } : { mtimeNs: cur.mtimeNs, ctimeNs: cur.ctimeNs });
   }
 
+  /**
+   * Writes `data` at `offset`. A file wholly in its upper file (it stays so: no change takes blocks out of
+   * it) is written holding only the bytes written; any other holds the whole file while it changes state.
+   */
   write(ino: number, offset: number, data: Buffer): Promise<number> {
     const times = this.stamp(ino);
+    const c = this.journal.get(ino)?.content;
+    if (!c || !allLocal(c)) return this.writeChanging(ino, offset, data, times);
+    return this.locks.run(ino, offset, offset + data.length, () => this.writeLocal(ino, offset, data, times)).then(
+      (n) => n ?? this.writeChanging(ino, offset, data, times));
+  }
+
+  /**
+   * A write into a file wholly in its upper file, beside other writes of other bytes: the size, times and
+   * dirty blocks are computed from the record as it is when the write lands. Undefined if the file is no
+   * longer wholly local (never expected; the caller then writes it holding the whole file).
+   */
+  private async writeLocal(ino: number, offset: number, data: Buffer, times: Stamp): Promise<number | undefined> {
+    const node = this.journal.get(ino);
+    if (!node) throw fsErr(E.ENOENT);
+    if (!allLocal(contentOf(node))) return undefined;
+    const end = offset + data.length;
+    if (end > MAX_FILE_BYTES) throw fsErr(E.EFBIG);
+    // Writes beside this one only grow the file: checking against the size now never lets the home past the quota.
+    this.checkQuota(end - node.size);
+    await this.upper.write(ino, offset, data);
+    this.journal.txn(() => {
+      const cur = this.journal.get(ino) ?? node;
+      const size = Math.max(cur.size, end);
+      this.account(size - cur.size);
+      this.journal.update(ino, { size, ...times(cur), content: changed(contentOf(cur), Math.min(offset, cur.size), end, size) });
+      this.journal.markChanged(ino);
+    });
+    return data.length;
+  }
+
+  /** A write that may change the file's state (inline, spill, copy-up): holding the whole file. */
+  private writeChanging(ino: number, offset: number, data: Buffer, times: Stamp): Promise<number> {
     return this.serialize(ino, async () => {
       let node = this.journal.get(ino);
       if (!node) throw fsErr(E.ENOENT);
@@ -283,7 +316,7 @@ export class Content {
   }
 
   /** Records `bytes` as the inline content (and size) of file `node`. */
-  private setInline(node: Inode, bytes: Buffer, times: (cur: Inode) => { mtimeNs: bigint; ctimeNs: bigint }): Inode {
+  private setInline(node: Inode, bytes: Buffer, times: Stamp): Inode {
     const c = contentOf(node);
     this.inlineBytes += bytes.length - inlineLength(c);
     return this.journal.txn(() => {
@@ -456,6 +489,9 @@ export class Content {
     return journal.getMeta<number>(USED_BYTES) ?? journal.getMeta<{ bytes: number }>('stats')?.bytes ?? 0;
   }
 }
+
+/** The times a content change records, given the record as it is when the change lands (`Content.stamp`). */
+type Stamp = (cur: Inode) => { mtimeNs: bigint; ctimeNs: bigint };
 
 /** The bytes an inline content holds (0 for any other state). */
 function inlineLength(c: FileContent): number {
