@@ -1,0 +1,135 @@
+/**
+ * Presealer (src/seal/preseal.ts): a sequential writer of a large file gets each block it has moved past
+ * hashed and uploaded, one block behind its position; small files and writes far from the writer's
+ * position start nothing; the seal can wait for an upload in flight (fake hashing and store: the test
+ * decides when each upload lands). Wired to a real content layer and seal: the seal takes the early
+ * blocks by their hash, uploads only the rest, and the snapshot holds the file's bytes.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BLOCK_SIZE, hashBuffer } from '../src/hash/blake3.js';
+import { Content } from '../src/inodes/content.js';
+import { Journal } from '../src/inodes/journal.js';
+import { ROOT_INO } from '../src/inodes/types.js';
+import { UpperFiles } from '../src/inodes/upper.js';
+import { HomeView } from '../src/inodes/view.js';
+import { Presealer } from '../src/seal/preseal.js';
+import { seal } from '../src/seal/seal.js';
+import { decodeTree } from '../src/snapshot/codec.js';
+import { Excludes } from '../src/snapshot/excludes.js';
+import { GcFence } from '../src/snapshot/gcfence.js';
+import { ObjectStore } from '../src/snapshot/objects.js';
+import { MemoryStore } from '../src/store/memory.js';
+import { metaKey } from '../src/store/keys.js';
+
+const MiB = 1024 * 1024;
+
+function fake(): { p: Presealer; hashed: Array<[number, number]>; uploaded: string[]; land: () => void; errors: unknown[] } {
+  const hashed: Array<[number, number]> = [];
+  const uploaded: string[] = [];
+  const errors: unknown[] = [];
+  let gates: Array<() => void> = [];
+  const p = new Presealer({
+    hashEarly: async (ino, index, into) => {
+      hashed.push([ino, index]);
+      return { hash: `h${ino}.${index}`, data: into };
+    },
+    upload: (hash) => new Promise<void>((resolve) => gates.push(() => { uploaded.push(hash); resolve(); })),
+    onError: (e) => errors.push(e),
+  });
+  const land = (): void => {
+    const g = gates;
+    gates = [];
+    g.forEach((f) => f());
+  };
+  return { p, hashed, uploaded, land, errors };
+}
+
+const turns = async (): Promise<void> => {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+};
+
+test('a sequential writer of a large file gets the blocks it moved past hashed and uploaded', async () => {
+  const { p, hashed, uploaded, land, errors } = fake();
+  for (let i = 0; i < 8; i++) p.written(7, i * MiB, (i + 1) * MiB, (i + 1) * MiB);
+  await turns();
+  assert.deepEqual([...hashed], [], 'nothing while the file is small enough to be one block');
+  for (let i = 8; i < 20; i++) p.written(7, i * MiB, (i + 1) * MiB, (i + 1) * MiB); // 20 MiB
+  await turns();
+  assert.deepEqual([...hashed], [[7, 0], [7, 1], [7, 2]], 'three at once; block 4 is where the writer is, block 3 one behind');
+  const inFlight = p.uploading('h7.0');
+  assert.ok(inFlight, 'the seal can wait for an upload in flight');
+  land();
+  await inFlight;
+  await turns();
+  assert.deepEqual(hashed.map(([, i]) => i), [0, 1, 2, 3]);
+  land();
+  await turns();
+  assert.deepEqual(uploaded, ['h7.0', 'h7.1', 'h7.2', 'h7.3']);
+  assert.equal(p.uploading('h7.0'), undefined);
+  assert.deepEqual(errors, []);
+  await p.close();
+});
+
+test('writes far from the writer\'s position, and writes after close, start nothing', async () => {
+  const { p, hashed } = fake();
+  p.written(9, 100 * MiB, 101 * MiB, 200 * MiB); // a random writer's first write, far into a large file
+  p.written(9, 50 * MiB, 51 * MiB, 200 * MiB);
+  await turns();
+  assert.deepEqual([...hashed], []);
+  await p.close();
+  for (let i = 0; i < 20; i++) p.written(10, i * MiB, (i + 1) * MiB, (i + 1) * MiB);
+  await turns();
+  assert.deepEqual([...hashed], []);
+});
+
+test('the seal takes early-hashed blocks by their hash and uploads only the others; the snapshot has every byte', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'homefs-preseal-'));
+  const mem = new MemoryStore();
+  const puts: string[] = [];
+  const store = Object.assign(Object.create(mem) as MemoryStore, {
+    put: (key: string, data: Buffer) => (puts.push(key), mem.put(key, data)),
+  });
+  const j = new Journal(join(dir, 'journal'));
+  try {
+    const objects = new ObjectStore(store, 'acme');
+    const noBlocks = { read: async () => Buffer.alloc(0), get: async () => Buffer.alloc(0), prefetch: () => undefined, size: () => undefined };
+    const content = new Content(j, new UpperFiles(join(dir, 'upper')), noBlocks, { readaheadBlocks: 0, quotaBytes: 0 });
+    const view = new HomeView(j, { getTree: async (h) => decodeTree(await mem.get(`acme/meta/${h}`), h), prefetchTrees: () => undefined });
+    view.initRoot(null, {}, 0, 0);
+    const errors: unknown[] = [];
+    const p = new Presealer({
+      hashEarly: (ino, index, into) => content.hashEarly(ino, index, async (data) => ({ hash: hashBuffer(data), data }), into),
+      upload: async (hash, data) => {
+        if ((await objects.missingBlocks([hash])).size > 0) await objects.putBlock(hash, data);
+      },
+      onError: (e) => errors.push(e),
+    });
+    content.onWritten = (ino, offset, end, size) => p.written(ino, offset, end, size);
+    const file = view.create(ROOT_INO, 'big', { kind: 'file', mode: 0o644, uid: 0, gid: 0 }).ino;
+    const bytes = Buffer.alloc(3 * BLOCK_SIZE);
+    for (let i = 0; i < bytes.length; i += 4096) bytes.writeUInt32LE(i, i);
+    for (let off = 0; off < bytes.length; off += MiB) await content.write(file, off, bytes.subarray(off, off + MiB));
+    await p.close(); // waits for the early work in flight: blocks 0 and 1 (block 2 is where the writer ended)
+    assert.deepEqual(errors, []);
+    const hashes = [0, 1, 2].map((i) => hashBuffer(bytes.subarray(i * BLOCK_SIZE, (i + 1) * BLOCK_SIZE)));
+    assert.deepEqual(puts.filter((k) => k.includes('/blocks/')).map((k) => k.split('/').at(-1)), hashes.slice(0, 2), 'early uploads');
+    puts.length = 0;
+    const r = await seal({
+      journal: j, content, objects, excludes: new Excludes([]), home: 'h', host: 'test', parallelism: 4,
+      fence: { gc: new GcFence(store, 'acme'), observed: null }, uploading: (h) => p.uploading(h),
+    }, 'fsync');
+    assert.equal(r?.bytesHashed, BLOCK_SIZE, 'the seal hashed only the block nobody hashed before');
+    assert.deepEqual(puts.filter((k) => k.includes('/blocks/')).map((k) => k.split('/').at(-1)), [hashes[2]], 'and uploaded only that one');
+    const rootHash = j.get(ROOT_INO)?.tree ?? '';
+    const root = decodeTree(await mem.get(metaKey('acme', rootHash)), rootHash);
+    const entry = root.entries.find((e) => e.name === 'big');
+    assert.deepEqual(entry && 'blocks' in entry ? entry.blocks : undefined, hashes);
+  } finally {
+    await j.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
