@@ -323,11 +323,12 @@ export class Content {
       const c = node?.content;
       if (!node || c?.state !== 'dirty' || node.size < start + BLOCK_SIZE || !isLocal(c, index)) return undefined;
       if (c.dirty !== 'all' && !c.dirty.includes(index)) return undefined;
-      const e = this.early.get(ino) ?? { hashes: new Map<number, string>(), drops: 0 };
+      let e = this.early.get(ino);
+      if (!e) this.early.set(ino, (e = { hashes: new Map<number, string>(), drops: 0 }));
       if (e.drops >= EARLY_DROPS_MAX || e.hashes.has(index)) return undefined;
       const r = await hash(await this.upper.read(ino, start, BLOCK_SIZE, into));
-      e.hashes.set(index, r.hash);
-      this.early.set(ino, e);
+      // (Recorded only if the file's entry is still this one: a truncate or seal meanwhile started afresh.)
+      if (this.early.get(ino) === e) e.hashes.set(index, r.hash);
       return r;
     });
   }
