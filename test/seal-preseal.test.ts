@@ -37,7 +37,7 @@ function fake(): { p: Presealer; hashed: Array<[number, number]>; uploaded: stri
       hashed.push([ino, index]);
       return { hash: `h${ino}.${index}`, data: into };
     },
-    upload: (hash) => new Promise<void>((resolve) => gates.push(() => { uploaded.push(hash); resolve(); })),
+    upload: (hash) => new Promise<boolean>((resolve) => gates.push(() => { uploaded.push(hash); resolve(true); })),
     onError: (e) => errors.push(e),
   });
   const land = (): void => {
@@ -69,6 +69,7 @@ test('a sequential writer of a large file gets the blocks it moved past hashed a
   land();
   await turns();
   assert.deepEqual(uploaded, ['h7.0', 'h7.1', 'h7.2', 'h7.3']);
+  assert.deepEqual([p.hashed, p.uploaded], [4, 4]);
   assert.equal(p.uploading('h7.0'), undefined);
   assert.deepEqual(errors, []);
   await p.close();
@@ -104,7 +105,9 @@ test('the seal takes early-hashed blocks by their hash and uploads only the othe
     const p = new Presealer({
       hashEarly: (ino, index, into) => content.hashEarly(ino, index, async (data) => ({ hash: hashBuffer(data), data }), into),
       upload: async (hash, data) => {
-        if ((await objects.missingBlocks([hash])).size > 0) await objects.putBlock(hash, data);
+        if ((await objects.missingBlocks([hash])).size === 0) return false;
+        await objects.putBlock(hash, data);
+        return true;
       },
       onError: (e) => errors.push(e),
     });

@@ -394,7 +394,9 @@ export class MountedHome {
     const p = new Presealer({
       hashEarly: (ino, index, into) => this.content.hashEarly(ino, index, (data) => this.hashPool.hash(data), into),
       upload: async (hash, data) => {
-        if ((await this.objects.missingBlocks([hash])).size > 0) await this.objects.putBlock(hash, data);
+        if ((await this.objects.missingBlocks([hash])).size === 0) return false;
+        await this.objects.putBlock(hash, data);
+        return true;
       },
       onError: (e) => this.log.debug({ op: 'preseal', err: errorMessage(e) }, 'early hash or upload failed; the seal does it'),
     });
@@ -606,6 +608,7 @@ export class MountedHome {
       state: this.state, cfg: this.cfg, journal: this.journal, cache: this.cache, storeUrl: this.store.url,
       lastSealAt: this.lastSealAt, lastSnapshot: this.lastSnapshot, lastError: this.lastError, seals: this.seals,
       bytesUploaded: this.bytesUploaded, hotset: { entries: this.hot.entries, touchedBytes: this.hot.touchedBytes, warm: this.hot.warm }, nspack: this.nsPack?.report ?? null,
+      preseal: this.preseal ? { hashed: this.preseal.hashed, uploaded: this.preseal.uploaded } : null,
       metricsUrl: this.hooks.metricsUrl,
     });
   }

@@ -32,8 +32,8 @@ export interface PresealDeps {
    * nothing to hash. The bytes returned are `into`'s memory, perhaps through another Buffer.
    */
   hashEarly(ino: number, index: number, into: Buffer): Promise<{ hash: string; data: Buffer } | undefined>;
-  /** Stores a block unless the store has it. */
-  upload(hash: string, data: Buffer): Promise<void>;
+  /** Stores a block unless the store has it; true when it stored it. */
+  upload(hash: string, data: Buffer): Promise<boolean>;
   onError(e: unknown): void;
 }
 
@@ -41,7 +41,7 @@ export class Presealer {
   /** Per file: blocks below this one were queued already (the writer's position, in blocks). */
   private readonly next = new Map<number, number>();
   private readonly queue: Array<{ ino: number; index: number }> = [];
-  private readonly uploads = new Map<string, Promise<void>>();
+  private readonly uploads = new Map<string, Promise<boolean>>();
   private readonly running = new Set<Promise<void>>();
   /**
    * Block buffers reused from one block to the next, over SharedArrayBuffers, which the hash worker reads
@@ -49,6 +49,9 @@ export class Presealer {
    */
   private readonly spare: Buffer[] = [];
   private closed = false;
+  /** Blocks hashed early, and of those uploaded (the store lacked them), since the mount (status). */
+  hashed = 0;
+  uploaded = 0;
 
   constructor(private readonly d: PresealDeps) {}
 
@@ -70,7 +73,7 @@ export class Presealer {
   }
 
   /** The early upload of this block, while it is in flight (the seal waits for it before asking the store). */
-  uploading(hash: string): Promise<void> | undefined {
+  uploading(hash: string): Promise<unknown> | undefined {
     return this.uploads.get(hash);
   }
 
@@ -100,10 +103,11 @@ export class Presealer {
       const r = await this.d.hashEarly(ino, index, buf);
       if (r && r.data.buffer !== buf.buffer) buf = undefined; // moved elsewhere: not ours to reuse
       if (!r || this.uploads.has(r.hash)) return;
+      this.hashed++;
       const up = this.d.upload(r.hash, r.data);
       this.uploads.set(r.hash, up);
       try {
-        await up;
+        if (await up) this.uploaded++;
       } finally {
         this.uploads.delete(r.hash);
       }

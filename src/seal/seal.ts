@@ -43,7 +43,7 @@ export interface SealDeps {
   /** Hashes a block off the event loop; returns the bytes again (the input may have been transferred). */
   hash?: (data: Buffer) => Promise<{ hash: string; data: Buffer }>;
   /** The upload of this block that began before the seal (preseal.ts), while it is in flight. */
-  uploading?: (hash: string) => Promise<void> | undefined;
+  uploading?: (hash: string) => Promise<unknown> | undefined;
   /** The org's gc fence and this home's last look at it (a look older than `FENCE_REUSE_MS` is renewed). */
   fence: { gc: GcFence; observed: EpochState | null };
   /**
