@@ -87,7 +87,11 @@ test('writes far from the writer\'s position, and writes after close, start noth
   assert.deepEqual([...hashed], []);
 });
 
-test('the seal takes early-hashed blocks by their hash and uploads only the others; the snapshot has every byte', async () => {
+/**
+ * A 12 MiB file written in 1 MiB writes with a presealer watching, then sealed. `earlyUploads`: whether
+ * the early uploads reach the store (else they fail: the seal must upload those blocks itself).
+ */
+async function presealThenSeal(earlyUploads: boolean, wrongEarlyHash = false): Promise<{ early: string[]; sealPuts: string[]; bytesHashed: number; hashes: string[]; sealed: string[]; firstSeal: unknown }> {
   const dir = mkdtempSync(join(tmpdir(), 'homefs-preseal-'));
   const mem = new MemoryStore();
   const puts: string[] = [];
@@ -99,12 +103,13 @@ test('the seal takes early-hashed blocks by their hash and uploads only the othe
     const objects = new ObjectStore(store, 'acme');
     const noBlocks = { read: async () => Buffer.alloc(0), get: async () => Buffer.alloc(0), prefetch: () => undefined, size: () => undefined };
     const content = new Content(j, new UpperFiles(join(dir, 'upper')), noBlocks, { readaheadBlocks: 0, quotaBytes: 0 });
-    const view = new HomeView(j, { getTree: async (h) => decodeTree(await mem.get(`acme/meta/${h}`), h), prefetchTrees: () => undefined });
+    const view = new HomeView(j, { getTree: async (h) => decodeTree(await mem.get(metaKey('acme', h)), h), prefetchTrees: () => undefined });
     view.initRoot(null, {}, 0, 0);
     const errors: unknown[] = [];
     const p = new Presealer({
-      hashEarly: (ino, index, into) => content.hashEarly(ino, index, async (data) => ({ hash: hashBuffer(data), data }), into),
+      hashEarly: (ino, index, into) => content.hashEarly(ino, index, async (data) => ({ hash: wrongEarlyHash ? hashBuffer(Buffer.from('not these bytes')) : hashBuffer(data), data }), into),
       upload: async (hash, data) => {
+        if (!earlyUploads) throw new Error('the store is unreachable');
         if ((await objects.missingBlocks([hash])).size === 0) return false;
         await objects.putBlock(hash, data);
         return true;
@@ -117,22 +122,53 @@ test('the seal takes early-hashed blocks by their hash and uploads only the othe
     for (let i = 0; i < bytes.length; i += 4096) bytes.writeUInt32LE(i, i);
     for (let off = 0; off < bytes.length; off += MiB) await content.write(file, off, bytes.subarray(off, off + MiB));
     await p.close(); // waits for the early work in flight: blocks 0 and 1 (block 2 is where the writer ended)
-    assert.deepEqual(errors, []);
-    const hashes = [0, 1, 2].map((i) => hashBuffer(bytes.subarray(i * BLOCK_SIZE, (i + 1) * BLOCK_SIZE)));
-    assert.deepEqual(puts.filter((k) => k.includes('/blocks/')).map((k) => k.split('/').at(-1)).sort(), hashes.slice(0, 2).sort(), 'early uploads');
+    assert.equal(errors.length, earlyUploads ? 0 : 2);
+    const blockPuts = (): string[] => puts.filter((k) => k.includes('/blocks/')).map((k) => k.split('/').at(-1) ?? '');
+    const early = blockPuts();
     puts.length = 0;
-    const r = await seal({
+    const sealNow = (): ReturnType<typeof seal> => seal({
       journal: j, content, objects, excludes: new Excludes([]), home: 'h', host: 'test', parallelism: 4,
       fence: { gc: new GcFence(store, 'acme'), observed: null }, uploading: (h) => p.uploading(h),
     }, 'fsync');
-    assert.equal(r?.bytesHashed, BLOCK_SIZE, 'the seal hashed only the block nobody hashed before');
-    assert.deepEqual(puts.filter((k) => k.includes('/blocks/')).map((k) => k.split('/').at(-1)), [hashes[2]], 'and uploaded only that one');
+    let firstSeal: unknown = null;
+    let r = await sealNow().catch((e: unknown) => (firstSeal = e, null));
+    if (firstSeal) {
+      puts.length = 0;
+      r = await sealNow();
+    }
     const rootHash = j.get(ROOT_INO)?.tree ?? '';
     const root = decodeTree(await mem.get(metaKey('acme', rootHash)), rootHash);
     const entry = root.entries.find((e) => e.name === 'big');
-    assert.deepEqual(entry && 'blocks' in entry ? entry.blocks : undefined, hashes);
+    return {
+      early, sealPuts: blockPuts(), bytesHashed: r?.bytesHashed ?? -1,
+      hashes: [0, 1, 2].map((i) => hashBuffer(bytes.subarray(i * BLOCK_SIZE, (i + 1) * BLOCK_SIZE))),
+      sealed: (entry && 'blocks' in entry ? entry.blocks : undefined) ?? [], firstSeal,
+    };
   } finally {
     await j.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+test('the seal takes early-hashed blocks by their hash and uploads only the others; the snapshot has every byte', async () => {
+  const r = await presealThenSeal(true);
+  assert.deepEqual(r.early.sort(), r.hashes.slice(0, 2).sort(), 'early uploads');
+  assert.equal(r.bytesHashed, BLOCK_SIZE, 'the seal hashed only the block nobody hashed before');
+  assert.deepEqual(r.sealPuts, [r.hashes[2]], 'and uploaded only that one');
+  assert.deepEqual(r.sealed, r.hashes);
+});
+
+test('early uploads that failed: the seal reads those blocks, checks them against their early hash, uploads them', async () => {
+  const r = await presealThenSeal(false);
+  assert.deepEqual(r.early, []);
+  assert.equal(r.bytesHashed, BLOCK_SIZE, 'hashed as new only the block nobody hashed before (the others were checked)');
+  assert.deepEqual([...r.sealPuts].sort(), [...r.hashes].sort(), 'every block went up with the seal');
+  assert.deepEqual(r.sealed, r.hashes);
+});
+
+test('an early hash that does not match the bytes fails the seal, and the next seal hashes everything afresh', async () => {
+  const r = await presealThenSeal(false, true);
+  assert.match(String(r.firstSeal), /no longer has its early hash/);
+  assert.equal(r.bytesHashed, 3 * BLOCK_SIZE, 'the second seal hashed every block itself');
+  assert.deepEqual(r.sealed, r.hashes, 'and the snapshot has the true hashes');
 });

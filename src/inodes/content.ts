@@ -419,9 +419,10 @@ export class Content {
    * The seal's capture of one file, at one instant: under the content lock, every block of a dirty file
    * that changed is handed to `store` (which hashes it, starts its upload and returns its hash) as a reader
    * of its bytes in the upper file, and with its early hash when it has one (`hashEarly`: then `store` reads
-   * it only if it must upload it; the lock is held until `landed`). `captured` then receives the new block list at once (the seal composes trees from
-   * hashes while the uploads run); the file is recorded as sealed only after `landed` resolves (every upload
-   * `store` started for it is in the store), still under the lock. If `landed` throws, the file stays dirty.
+   * it only if it must upload it; the lock is held until `landed`). `captured` then receives the new block
+   * list at once (the seal composes trees from hashes while the uploads run); the file is recorded as sealed
+   * only after `landed` resolves (every upload `store` started for it is in the store), still under the
+   * lock. If `landed` throws, the file stays dirty and its early hashes are dropped (the next seal reads all).
    * A file with nothing to seal returns its sealed blocks without reading anything; `captured` in the result
    * tells which happened. With `record: false` (a log segment) the file is left as it is.
    */
@@ -459,7 +460,12 @@ export class Content {
       const done = await Promise.allSettled(Array.from({ length: Math.min(SEAL_WINDOW, plan.length) }, worker));
       for (const r of done) if (r.status === 'rejected') throw r.reason;
       hooks.captured?.({ blocks, size: node.size });
-      await hooks.landed?.();
+      try {
+        await hooks.landed?.();
+      } catch (e) {
+        this.early.delete(ino);
+        throw e;
+      }
       // A log segment (record: false) leaves the file dirty: the next seal captures it again.
       if (hooks.record !== false) {
         await this.recordSealed(ino, c, blocks, node.size);

@@ -350,7 +350,14 @@ function sealFile(d: SealDeps, ino: number, t: Tally, w: Writes, record: boolean
       // Small blocks are written again rather than asked about (one round trip instead of two).
       const upload = block.length <= SMALL_OBJECT || (await d.objects.missingBlocks([hash])).size > 0;
       if (upload) {
-        data ??= await bytes();
+        if (!data) {
+          // An early hash whose block must go up after all: the bytes read now are checked against it (a
+          // mismatch fails the seal; the file stays dirty and its next seal hashes everything afresh).
+          data = await bytes();
+          const check = d.hash ? await d.hash(data) : { hash: hashBuffer(data), data };
+          data = check.data;
+          if (check.hash !== hash) throw new Error(`seal: block ${block.index} of inode ${ino} no longer has its early hash`);
+        }
         await d.objects.putBlock(hash, data);
         t.blocksNew++;
         t.bytesUploaded += block.length;
