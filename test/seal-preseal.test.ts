@@ -16,7 +16,7 @@ import { Journal } from '../src/inodes/journal.js';
 import { ROOT_INO } from '../src/inodes/types.js';
 import { UpperFiles } from '../src/inodes/upper.js';
 import { HomeView } from '../src/inodes/view.js';
-import { Presealer } from '../src/seal/preseal.js';
+import { Presealer, inodePath } from '../src/seal/preseal.js';
 import { seal } from '../src/seal/seal.js';
 import { decodeTree } from '../src/snapshot/codec.js';
 import { Excludes } from '../src/snapshot/excludes.js';
@@ -38,6 +38,7 @@ function fake(): { p: Presealer; hashed: Array<[number, number]>; uploaded: stri
       return { hash: `h${ino}.${index}`, data: into };
     },
     upload: (hash) => new Promise<boolean>((resolve) => gates.push(() => { uploaded.push(hash); resolve(true); })),
+    excluded: (ino) => ino === 66,
     onError: (e) => errors.push(e),
   });
   const land = (): void => {
@@ -75,10 +76,11 @@ test('a sequential writer of a large file gets the blocks it moved past hashed a
   await p.close();
 });
 
-test('writes far from the writer\'s position, and writes after close, start nothing', async () => {
+test('writes far from the writer\'s position, excluded files, and writes after close start nothing', async () => {
   const { p, hashed } = fake();
   p.written(9, 100 * MiB, 101 * MiB, 200 * MiB); // a random writer's first write, far into a large file
   p.written(9, 50 * MiB, 51 * MiB, 200 * MiB);
+  for (let i = 0; i < 20; i++) p.written(66, i * MiB, (i + 1) * MiB, (i + 1) * MiB); // a file the seal leaves out
   await turns();
   assert.deepEqual([...hashed], []);
   await p.close();
@@ -114,6 +116,7 @@ async function presealThenSeal(earlyUploads: boolean, wrongEarlyHash = false): P
         await objects.putBlock(hash, data);
         return true;
       },
+      excluded: () => false,
       onError: (e) => errors.push(e),
     });
     content.onWritten = (ino, offset, end, size) => p.written(ino, offset, end, size);
@@ -171,4 +174,22 @@ test('an early hash that does not match the bytes fails the seal, and the next s
   assert.match(String(r.firstSeal), /no longer has its early hash/);
   assert.equal(r.bytesHashed, 3 * BLOCK_SIZE, 'the second seal hashed every block itself');
   assert.deepEqual(r.sealed, r.hashes, 'and the snapshot has the true hashes');
+});
+
+test('inodePath names a file from the root by its first parents', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'homefs-inodepath-'));
+  const j = new Journal(join(dir, 'journal'));
+  try {
+    const view = new HomeView(j, { getTree: async () => ({ entries: [] }), prefetchTrees: () => undefined });
+    view.initRoot(null, {}, 0, 0);
+    const a = view.create(ROOT_INO, 'a', { kind: 'dir', mode: 0o755, uid: 0, gid: 0 }).ino;
+    const b = view.create(a, '.cache', { kind: 'dir', mode: 0o755, uid: 0, gid: 0 }).ino;
+    const f = view.create(b, 'big.tmp', { kind: 'file', mode: 0o644, uid: 0, gid: 0 }).ino;
+    assert.deepEqual(inodePath(j, f), ['a', '.cache', 'big.tmp']);
+    assert.deepEqual(inodePath(j, ROOT_INO), []);
+    assert.equal(inodePath(j, 987654), undefined, 'an inode the journal does not know');
+  } finally {
+    await j.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -45,7 +45,7 @@ import { acquirePidLock } from './pidlock.js';
 import { Sealer } from './sealer.js';
 import { CacheMetricsMirror, Capacity, dirtyTotals, homeStatus } from './report.js';
 import { HashPool } from '../hash/pool.js';
-import { Presealer } from '../seal/preseal.js';
+import { Presealer, inodePath } from '../seal/preseal.js';
 import { GitIndexPrefetch } from './gitindex.js';
 import { HotSet } from './hotset.js';
 import { NsPack } from './nspack.js';
@@ -391,7 +391,14 @@ export class MountedHome {
   }
 
   private startPreseal(): void {
+    const excludes = new Excludes(this.cfg.excludes);
     const p = new Presealer({
+      excluded: (ino) => {
+        // Like the seal's walk: an excluded directory leaves out everything below it.
+        const names = inodePath(this.journal, ino);
+        if (!names) return true;
+        return names.some((_, i) => excludes.excluded(names.slice(0, i + 1).join('/'), i < names.length - 1));
+      },
       hashEarly: (ino, index, into) => this.content.hashEarly(ino, index, (data) => this.hashPool.hash(data), into),
       upload: async (hash, data) => {
         if ((await this.objects.missingBlocks([hash])).size === 0) return false;

@@ -12,9 +12,13 @@
  * the seal, like any block the store already had: deduplicated, so protected by the seal's gc fence and
  * uploaded again from the upper file if a gc took it meanwhile. A failed early hash or upload only leaves
  * the work to the seal. The cost of the head start: a file deleted before its seal was uploaded for
- * nothing (gc removes the unreferenced blocks later).
+ * nothing (gc removes the unreferenced blocks later). A file the seal would leave out (an excluded path,
+ * checked each time a block is queued) is not touched; one moved under an excluded path after some of its
+ * blocks went up leaves those in the store, unreferenced, until gc.
  */
 import { BLOCK_SIZE, SINGLE_BLOCK_MAX } from '../hash/blake3.js';
+import type { Journal } from '../inodes/journal.js';
+import { ROOT_INO } from '../inodes/types.js';
 
 /** Blocks being hashed or uploaded at once (each holds its 4 MiB until its upload lands). */
 const IN_FLIGHT = 3;
@@ -34,7 +38,32 @@ export interface PresealDeps {
   hashEarly(ino: number, index: number, into: Buffer): Promise<{ hash: string; data: Buffer } | undefined>;
   /** Stores a block unless the store has it; true when it stored it. */
   upload(hash: string, data: Buffer): Promise<boolean>;
+  /** Whether the seal leaves file `ino` out (its path is excluded). */
+  excluded(ino: number): boolean;
   onError(e: unknown): void;
+}
+
+/**
+ * The path of inode `ino` from the root, by its first parent at each level (names ['a', 'b', 'file']),
+ * or undefined when a link in the chain is not known.
+ */
+export function inodePath(journal: Journal, ino: number): string[] | undefined {
+  const names: string[] = [];
+  for (let cur = ino, depth = 0; cur !== ROOT_INO; depth++) {
+    const parent = journal.get(cur)?.parents[0];
+    if (parent === undefined || depth > 4096) return undefined;
+    let name: string | undefined;
+    for (const [n, child] of journal.children(parent)) {
+      if (child === cur) {
+        name = n;
+        break;
+      }
+    }
+    if (name === undefined) return undefined;
+    names.push(name);
+    cur = parent;
+  }
+  return names.reverse();
 }
 
 export class Presealer {
@@ -67,6 +96,7 @@ export class Presealer {
     const to = Math.floor(end / BLOCK_SIZE) - 1;
     if (to <= from) return;
     this.next.set(ino, to);
+    if (this.d.excluded(ino)) return;
     if (this.next.size > 4096) this.next.clear();
     for (let index = from; index < to && this.queue.length < QUEUE_MAX; index++) this.queue.push({ ino, index });
     this.pump();
