@@ -13,7 +13,8 @@
  * Each pool buffer is an external ArrayBuffer over malloc'ed memory, held by a strong reference while
  * pooled; Node marks such ArrayBuffers untransferable, so a postMessage cannot detach one. The pool never
  * shrinks: at most WBUF_MAX buffers of one request each (1 MiB + a page). When all are lent, or the view
- * function is missing (Node before 22.14), the session reads into its own buffer and a WRITE is copied.
+ * function is missing (it came with Node-API 10), the session reads into its own buffer and a WRITE is
+ * copied.
  */
 #include "hf.h"
 #include <dlfcn.h>
@@ -51,7 +52,7 @@ static void free_mem(napi_env env, void *data, void *hint) { free(data); }
 int hf_wbuf_acquire(napi_env env) {
   if (!resolved) {
     resolved = 1;
-    /* Node-API 10 (Node 22.14); looked up at run time so that the addon still loads on older Nodes. */
+    /* Node-API 10; looked up at run time so that the addon still loads on a Node without it. */
     buffer_view = (buffer_view_fn)dlsym(RTLD_DEFAULT, "node_api_create_buffer_from_arraybuffer");
   }
   if (!buffer_view) return -1;
