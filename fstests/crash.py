@@ -195,6 +195,37 @@ for _when in ('writes', 'seal', 'upload'):
         _make(_when, _variant)
 
 
+@check('crash.preseal_block_rewritten_after_early_hash', needs=('homefs',), timeout=180)
+def _(t):
+    """A large file written in order has its blocks hashed and uploaded while it is written (preseal);
+    blocks rewritten after their early hash must reach the store with their new bytes, not the early ones."""
+    s = Scenario(t, 'preseal')
+    # A file the seal leaves out (*.tmp is a default exclude) is never hashed or uploaded early.
+    _write_fsync(s.p('scratch.tmp'), _pattern('scratch.tmp', 40 * MIB))
+    eq((s.env.status(s.mnt).get('preseal') or {}).get('hashed'), 0, 'blocks of an excluded file hashed early')
+    name = 'big'
+    data = bytearray(_pattern(name, 40 * MIB))
+    fd = os.open(s.p(name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for off in range(0, len(data), MIB):
+            os.write(fd, data[off:off + MIB])
+        end = time.monotonic() + 60
+        while (s.env.status(s.mnt).get('preseal') or {}).get('hashed', 0) < 2 and time.monotonic() < end:
+            time.sleep(0.1)
+        hashed = (s.env.status(s.mnt).get('preseal') or {}).get('hashed', 0)
+        true(hashed >= 2, f'blocks 0 and 1 of a 40 MiB file written in order were hashed early (status: {hashed})')
+        patch = b'rewritten after its early hash ' * 300
+        for at in (100, 5 * MIB + 123):  # inside blocks 0 and 1, the first ones hashed
+            os.pwrite(fd, patch, at)
+            data[at:at + len(patch)] = patch
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    mnt = s.remount_fresh()
+    s.assert_files(mnt, {name: bytes(data)}, 'a file rewritten after its blocks were hashed early, on a fresh host')
+    s.finish(mnt)
+
+
 @check('crash.sleep_remount_baseline', needs=('homefs',), timeout=120)
 def _(t):
     s = Scenario(t, 'baseline')

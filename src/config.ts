@@ -87,6 +87,8 @@ export const defaults = {
   /** …or once the last segment (they are cumulative) is this large. */
   logMaxBytes: 16 * 1024 * 1024,
   sealHashThreads: 1,
+  /** Hash and upload the whole blocks of a large file being written sequentially before its seal (seal/preseal.ts). */
+  presealBlocks: true,
   /** Blocks prefetched ahead of a sequential reader of a large file. */
   readaheadBlocks: 4,
   /** A mounted home prunes its history (historyKeep) at most this often. */

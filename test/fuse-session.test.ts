@@ -164,6 +164,34 @@ mm = mmap.mmap(fd, 4096); mm[0:2] = b'XY'; mm.flush(); mm.close(); os.fsync(fd);
   } finally { await srv.stop(); }
 });
 
+test('a write payload stays its request\'s until answered: 40 writes held at once, every byte lands', { skip }, async () => {
+  // Each write is held until 40 wait (memfs writeBatch), then read: a receive buffer reused before its
+  // write was answered would show another write's bytes. 40 exceed the pool, so some payloads are copies.
+  const m = tempMountpoint('wbuf');
+  const srv = await startMemfsServer(m, { fs: { writeBatch: 40 } });
+  try {
+    const r = spawnSync('python3', ['-c', `
+import hashlib, os, sys, threading
+def chunk(t, i): return hashlib.sha256(b'%d-%d' % (t, i)).digest() * 8192  # 256 KiB
+def writer(t):
+    fd = os.open(os.path.join(sys.argv[1], 'f%d' % t), os.O_WRONLY | os.O_CREAT, 0o644)
+    for i in range(3): assert os.pwrite(fd, chunk(t, i), i * 262144) == 262144
+    os.close(fd)
+ts = [threading.Thread(target=writer, args=(t,)) for t in range(40)]
+for x in ts: x.start()
+for x in ts: x.join()
+bad = [t for t in range(40) if open(os.path.join(sys.argv[1], 'f%d' % t), 'rb').read() != b''.join(chunk(t, i) for i in range(3))]
+print(bad)`, m], { encoding: 'utf8', timeout: 60000 });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout.trim(), '[]', 'files whose bytes differ from what was written');
+    const py = spawnSync('python3', ['-c', `import os,sys; print(os.getxattr(sys.argv[1], '${STATS_XATTR}').decode())`, m], { encoding: 'utf8' });
+    const wb = (JSON.parse(py.stdout) as { writeBuffers: { lent: number; copied: number; pool: number; maxLent: number } }).writeBuffers;
+    assert.ok(wb.lent >= 3 * (40 - wb.pool), `payloads passed as views: ${JSON.stringify(wb)}`);
+    assert.equal(wb.maxLent, wb.pool, `every pool buffer was lent at once: ${JSON.stringify(wb)}`);
+    assert.ok(wb.copied >= 3 * (40 - wb.pool), `payloads copied once the pool was empty: ${JSON.stringify(wb)}`);
+  } finally { await srv.stop(); }
+});
+
 test('mount errors are one clear line', { skip }, (t) => {
   const dir = tempMountpoint('err');
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -43,3 +43,20 @@ test('many concurrent blocks spread over the workers', async () => {
     await pool.close();
   }
 });
+
+test('a buffer over a SharedArrayBuffer is read in place: nothing detached, the same buffer comes back', async () => {
+  const pool = new HashPool({ threads: 1, inlineBelow: 1024 });
+  try {
+    const shared = Buffer.from(new SharedArrayBuffer(3 << 20));
+    randomBytes(3 << 20).copy(shared);
+    const view = shared.subarray(1 << 20); // a view at an offset is read in place too
+    const want = [hashBuffer(Buffer.from(shared)), hashBuffer(Buffer.from(view))];
+    const [a, b] = await Promise.all([pool.hash(shared), pool.hash(view)]);
+    assert.deepEqual([a?.hash, b?.hash], want);
+    assert.equal(a?.data, shared, 'the caller gets its own buffer back');
+    assert.equal(b?.data, view);
+    assert.equal(shared.length, 3 << 20, 'not detached');
+  } finally {
+    await pool.close();
+  }
+});

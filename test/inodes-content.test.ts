@@ -49,8 +49,8 @@ async function withFile(fn: (c: Content, j: Journal, sealed: string[], dir: stri
 /** Seals the file, recording every block handed over (by its hash). */
 async function sealNow(c: Content): Promise<{ blocks: string[]; handed: string[] }> {
   const handed: string[] = [];
-  const r = await c.sealFile(FILE, async (_b, data) => {
-    const h = hashBuffer(data);
+  const r = await c.sealFile(FILE, async (_b, bytes) => {
+    const h = hashBuffer(await bytes());
     handed.push(h);
     return h;
   });
@@ -149,7 +149,8 @@ test('sealing an inline file hands over its bytes, then keeps them in an upper f
   await withNewFile(async (c, j, upperPath) => {
     await c.write(NEW, 0, Buffer.from('small'));
     const handed: Buffer[] = [];
-    const r = await c.sealFile(NEW, async (_b, data) => {
+    const r = await c.sealFile(NEW, async (_b, bytes) => {
+      const data = await bytes();
       handed.push(data);
       return hashBuffer(data);
     });
@@ -159,7 +160,7 @@ test('sealing an inline file hands over its bytes, then keeps them in an upper f
     assert.equal(readFileSync(upperPath, 'utf8'), 'small');
     assert.equal(String(await c.read(NEW, 0, 10)), 'small');
     await c.truncate(NEW, 0);
-    await c.sealFile(NEW, async (_b, data) => hashBuffer(data));
+    await c.sealFile(NEW, async (_b, bytes) => hashBuffer(await bytes()));
     assert.equal(j.get(NEW)?.content?.state, 'copied', 'a file that had an upper file keeps it');
   });
   await withNewFile(async (c, j, upperPath) => {
@@ -183,5 +184,59 @@ test('a file sealed empty and truncated past 8 MiB reads its zeros in one upper 
     await c.truncate(NEW, 9 * 1024 * 1024);
     assert.deepEqual(await c.read(NEW, 0, 64 * 1024), Buffer.alloc(64 * 1024));
     assert.ok(upperReads <= 1, `${upperReads} reads of the upper file for one read of 64 KiB`);
+  });
+});
+
+test('writes to other bytes of a file in its upper file land together: every byte, the furthest end, all dirty', async () => {
+  await withNewFile(async (c, j) => {
+    await c.write(NEW, 0, Buffer.alloc(INLINE_MAX + 1, 1)); // spilled: wholly in its upper file from now on
+    const chunk = (i: number): Buffer => Buffer.alloc(256 * 1024, 10 + i);
+    // Issued at once, out of order, none awaited before the next: the last one ends furthest.
+    const order = [3, 0, 2, 5, 1, 4];
+    const n = await Promise.all(order.map((i) => c.write(NEW, INLINE_MAX + 1 + i * chunk(i).length, chunk(i))));
+    assert.deepEqual(n, order.map((i) => chunk(i).length));
+    const size = INLINE_MAX + 1 + 6 * 256 * 1024;
+    assert.equal(j.get(NEW)?.size, size);
+    assert.equal(c.usedBytes, size, 'the home counts each byte once');
+    const want = Buffer.concat([Buffer.alloc(INLINE_MAX + 1, 1), ...[0, 1, 2, 3, 4, 5].map(chunk)]);
+    assert.ok((await c.read(NEW, 0, size)).equals(want));
+    const handed: Buffer[] = [];
+    await c.sealFile(NEW, async (_b, bytes) => {
+      const data = await bytes();
+      handed.push(Buffer.from(data));
+      return hashBuffer(data);
+    });
+    assert.ok(Buffer.concat(handed).equals(want), 'the seal hands over every byte written');
+  });
+});
+
+test('a block hashed early is sealed by its hash, read again only on demand; a write to it drops the hash', async () => {
+  await withNewFile(async (c, j) => {
+    const block = (i: number): Buffer => Buffer.alloc(BLOCK_SIZE, 40 + i);
+    for (let i = 0; i < 3; i++) await c.write(NEW, i * BLOCK_SIZE, block(i)); // 12 MiB: three 4 MiB blocks
+    const hash = async (data: Buffer): Promise<{ hash: string; data: Buffer }> => ({ hash: hashBuffer(data), data });
+    assert.equal((await c.hashEarly(NEW, 0, hash))?.hash, hashBuffer(block(0)));
+    assert.equal((await c.hashEarly(NEW, 1, hash))?.hash, hashBuffer(block(1)));
+    assert.equal(await c.hashEarly(NEW, 1, hash), undefined, 'hashed once');
+    assert.equal(await c.hashEarly(NEW, 3, hash), undefined, 'no such whole block');
+    await c.write(NEW, BLOCK_SIZE + 5, Buffer.from('x')); // block 1 changes after its early hash
+    const seen: Array<{ index: number; known?: string; read: boolean }> = [];
+    const r = await c.sealFile(NEW, async (b, bytes, known) => {
+      const s: { index: number; known?: string; read: boolean } = { index: b.index, read: false, ...(known ? { known } : {}) };
+      seen.push(s);
+      if (known) return known;
+      s.read = true;
+      return hashBuffer(await bytes());
+    });
+    const b1 = block(1);
+    b1.write('x', 5);
+    assert.deepEqual(r.blocks, [hashBuffer(block(0)), hashBuffer(b1), hashBuffer(block(2))]);
+    assert.deepEqual(seen.sort((a, b) => a.index - b.index), [
+      { index: 0, known: hashBuffer(block(0)), read: false },
+      { index: 1, read: true },
+      { index: 2, read: true },
+    ]);
+    assert.equal(j.get(NEW)?.content?.state, 'copied');
+    assert.equal(await c.hashEarly(NEW, 2, hash), undefined, 'a sealed block is not dirty: nothing to hash');
   });
 });

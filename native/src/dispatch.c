@@ -54,11 +54,13 @@ static void call(hf_session *s, enum hf_op op, fuse_req_t req, size_t argc, napi
   napi_value fn, self, result;
   uint64_t h = 0;
   if (req) {
+    int stale;
     h = hf_slot_new(req, s);
+    hf_slot *sl = hf_slot_get(h, &stale);
+    sl->wbuf = s->lend;  /* a WRITE's payload buffer is the request's until it is answered */
+    s->lend = -1;
     napi_create_external(env, (void *)(uintptr_t)h, NULL, NULL, &argv[0]);
     if (s->fn[OP_INTERRUPT]) {
-      int stale;
-      hf_slot *sl = hf_slot_get(h, &stale);
       napi_create_reference(env, argv[0], 0, &sl->obj);
       fuse_req_interrupt_func(req, on_interrupt, (void *)(uintptr_t)h);
     }
@@ -71,7 +73,13 @@ static void call(hf_session *s, enum hf_op op, fuse_req_t req, size_t argc, napi
     if (req) {
       int stale;
       hf_slot *sl = hf_slot_get(h, &stale);
-      if (sl && sl->req) { fuse_reply_err(sl->req, EIO); hf_slot_free(env, sl); }
+      if (sl && sl->req) {
+        /* The handler may have started I/O from the payload before it threw: its buffer is never reused
+         * (the process is about to crash with the exception anyway). */
+        sl->wbuf = -1;
+        fuse_reply_err(sl->req, EIO);
+        hf_slot_free(env, sl);
+      }
     }
   }
 }
@@ -199,9 +207,26 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
   BEGIN(5); a[1] = u64(env, ino); a[2] = num(env, (double)size); a[3] = num(env, (double)off);
   a[4] = u64(env, fi->fh); END(OP_READ, 5);
 }
+/*
+ * A WRITE's payload: a view of the pool buffer the request was read into, which the request then holds
+ * until it is answered (the session reads the next request into another buffer); a copy when the request
+ * is in the session's own buffer (the pool had none to spare).
+ */
+static napi_value write_payload(hf_session *s, const char *buf, size_t size) {
+  if (s->rbuf >= 0) {
+    napi_value v = hf_wbuf_view(s->env, s->rbuf, buf, size);
+    if (v) {
+      s->lend = s->rbuf;
+      s->rbuf = -1;
+      return v;
+    }
+  }
+  hf_wbuf_count_copy();
+  return copy_buf(s->env, buf, size);
+}
 static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
                      struct fuse_file_info *fi) {
-  BEGIN(6); a[1] = u64(env, ino); a[2] = copy_buf(env, buf, size); a[3] = num(env, (double)off);
+  BEGIN(6); a[1] = u64(env, ino); a[2] = write_payload(s, buf, size); a[3] = num(env, (double)off);
   a[4] = u64(env, fi->fh); a[5] = num(env, fi->flags); END(OP_WRITE, 6);
 }
 static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {

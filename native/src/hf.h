@@ -61,6 +61,9 @@ typedef struct hf_session {
   size_t nintr, capintr;
   char *mountpoint;
   uint64_t id;                 /* what the JS session handle carries */
+  int rbuf;                    /* the pool buffer (wbuf.c) requests are read into, -1: `own` */
+  char *own;                   /* the session's own receive buffer, when the pool has none to spare */
+  int lend;                    /* pool buffer that the request being dispatched takes (a WRITE), else -1 */
 } hf_session;
 
 /* slots.c: the table of outstanding requests. */
@@ -69,6 +72,7 @@ typedef struct hf_slot {
   hf_session *s;
   uint32_t gen;
   uint8_t live;                /* 1 = waiting for a reply (req may be NULL if orphaned) */
+  int wbuf;                    /* pool buffer holding this WRITE's payload until the reply, else -1 */
   napi_ref obj;                /* weak ref to the JS handle, only when an interrupt handler exists */
 } hf_slot;
 
@@ -90,6 +94,18 @@ void hf_unmount_all_at_exit(void);
 /* dispatch.c */
 void hf_fill_llops(hf_session *s);
 void hf_deliver_interrupts(hf_session *s);
+
+/* wbuf.c: receive buffers lent to WRITE requests (their payload goes to JS as a view, not a copy). */
+size_t hf_wbuf_size(void);
+/* A free pool buffer, marked busy, or -1 (none to spare, or views are not possible here). */
+int hf_wbuf_acquire(napi_env env);
+char *hf_wbuf_mem(int i);
+/* A Buffer viewing [p, p + n) of pool buffer i, or NULL (then copy). */
+napi_value hf_wbuf_view(napi_env env, int i, const char *p, size_t n);
+void hf_wbuf_count_copy(void);
+/* Pool buffer i is free again; was_lent: it held a request's payload (a view was made of it). */
+void hf_wbuf_release(int i, int was_lent);
+napi_value hf_wbuf_stats(napi_env env, napi_callback_info info);
 
 /* reply.c: the reply functions exported to JS, plus the shared scratch array. */
 extern double *hf_scratch;

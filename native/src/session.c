@@ -9,6 +9,7 @@
  *   one that is answered later.
  * - serve: a uv_poll_t on the fd; each wake-up drains up to DRAIN_MAX requests until EAGAIN inside one
  *   handle scope and one callback scope (so promise jobs and nextTicks queued by handlers run after).
+ *   Requests are read into pooled buffers (wbuf.c): a WRITE keeps its buffer until it is answered.
  * - unmount: stop the poll first (fuse_session_unmount closes the fd), answer outstanding requests with
  *   EIO, unmount, destroy. Never from inside a handler: a call made there is deferred to the end of the
  *   drain. An external unmount or a connection abort shows up as a poll error or ENODEV.
@@ -48,6 +49,8 @@ static void capture_log(enum fuse_log_level level, const char *fmt, va_list ap) 
 /* custom io: plain read/writev, recording the INIT request and patching its reply. */
 static ssize_t io_read(int fd, void *buf, size_t len, void *ud) {
   hf_session *s = ud;
+  /* Every receive buffer (pool or own) holds hf_wbuf_size() bytes; libfuse 3.14 never asks for more. */
+  if (len > hf_wbuf_size()) len = hf_wbuf_size();
   ssize_t r = read(fd, buf, len);
   if (!s->init_patched && r >= (ssize_t)sizeof(struct fuse_in_header)) {
     const struct fuse_in_header *in = buf;
@@ -77,6 +80,29 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *ud) {
 
 static void poll_closed(uv_handle_t *h) { free(h); }
 
+/*
+ * Points s->buf at a buffer for the next request: a pool buffer (a WRITE read into it can keep it, wbuf.c)
+ * or, when the pool has none to spare, the session's own. Returns 0 when there is no memory for either.
+ */
+static int receive_buffer(hf_session *s) {
+  if (s->rbuf < 0) s->rbuf = hf_wbuf_acquire(s->env);
+  if (s->rbuf >= 0) {
+    s->buf.mem = hf_wbuf_mem(s->rbuf);
+    return 1;
+  }
+  if (!s->own) s->own = malloc(hf_wbuf_size());
+  s->buf.mem = s->own;
+  return s->own != NULL;
+}
+
+static void free_buffers(hf_session *s) {
+  if (s->rbuf >= 0) hf_wbuf_release(s->rbuf, 0);
+  s->rbuf = -1;
+  free(s->own);
+  s->own = NULL;
+  s->buf.mem = NULL;
+}
+
 static void finish_async(hf_session *s) {
   napi_env env = s->env;
   for (int i = 0; i < OP_COUNT; i++) if (s->fn[i]) { napi_delete_reference(env, s->fn[i]); s->fn[i] = NULL; }
@@ -105,7 +131,7 @@ void hf_session_teardown(hf_session *s, const char *reason, int external, int ex
   if (exiting) { s->state = S_CLOSED; return; }
   fuse_session_destroy(s->se);  /* calls the JS destroy handler */
   s->se = NULL;
-  free(s->buf.mem); s->buf.mem = NULL;
+  free_buffers(s);
   s->state = S_CLOSED;
   if (external && s->on_unmounted) {
     napi_value cb, self, arg, result;
@@ -136,6 +162,7 @@ static void on_poll(uv_poll_t *h, int status, int events) {
   } else {
     s->depth++;
     for (int n = 0; n < DRAIN_MAX && !s->unmount_pending; n++) {
+      if (!receive_buffer(s)) break;  /* out of memory: the poll wakes us again */
       int res = fuse_session_receive_buf(s->se, &s->buf);
       if (res == -EAGAIN) break;
       if (res == -EINTR) continue;
@@ -177,7 +204,7 @@ napi_value hf_mount(napi_env env, napi_callback_info info) {
   if (slot < 0) { napi_throw_error(env, NULL, "too many FUSE mounts in this process"); return NULL; }
 
   hf_session *s = calloc(1, sizeof(*s));
-  s->env = env; s->fd = -1; s->commfd = -1;
+  s->env = env; s->fd = -1; s->commfd = -1; s->rbuf = -1; s->lend = -1;
   napi_create_reference(env, argv[2], 1, &s->ops_ref);
   for (int i = 0; i < OP_COUNT; i++) {
     napi_value f; napi_valuetype t;

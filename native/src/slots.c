@@ -2,7 +2,8 @@
  * The table of outstanding FUSE requests. A JS request handle carries (generation << 32 | index); a slot is
  * reused only with a new generation, so a late or second reply can be told apart from a live one without
  * any finalizer on the handle. Slots orphaned by an unmount stay allocated until JS answers them (the
- * answer is then dropped) so that an async handler finishing after unmount is not an error.
+ * answer is then dropped) so that an async handler finishing after unmount is not an error; a WRITE's
+ * payload buffer (wbuf.c) goes back to the pool when its slot is freed, not before.
  */
 #include "hf.h"
 #include <stdlib.h>
@@ -34,6 +35,7 @@ uint64_t hf_slot_new(fuse_req_t req, hf_session *s) {
   sl->req = req;
   sl->s = s;
   sl->live = 1;
+  sl->wbuf = -1;
   sl->obj = NULL;
   return ((uint64_t)sl->gen << 32) | idx;
 }
@@ -49,6 +51,8 @@ hf_slot *hf_slot_get(uint64_t handle, int *stale) {
 }
 
 void hf_slot_free(napi_env env, hf_slot *sl) {
+  if (sl->wbuf >= 0) hf_wbuf_release(sl->wbuf, 1);
+  sl->wbuf = -1;
   if (sl->obj) napi_delete_reference(env, sl->obj);
   sl->obj = NULL;
   sl->live = 0;

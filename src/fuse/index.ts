@@ -85,3 +85,11 @@ export function mount(mountpoint: string, ops: Ops, opts: MountOptions = {}): Se
   track(session, opts.handleSignals ?? true);
   return session;
 }
+
+/**
+ * How WRITE payloads reached handlers in this process: as views of a pooled receive buffer (`lent`) or as
+ * copies (`copied`: the pool had none to spare); `pool` buffers exist, at most `maxLent` were lent at once.
+ */
+export function writeBufferStats(): { lent: number; copied: number; pool: number; maxLent: number } {
+  return loadAddon().writeBufferStats();
+}

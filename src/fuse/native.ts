@@ -33,6 +33,8 @@ export interface NativeAddon {
   /** names joined by '/', nums = DIR_STRIDE or DIRPLUS_STRIDE doubles per entry; returns entries packed. */
   replyDir(req: Req, size: number, count: number, names: string, nums: Float64Array, plus: boolean): number;
   ctx(req: Req): { uid: number; gid: number; pid: number; umask: number };
+  /** WRITE payloads passed as views of a pooled receive buffer / as copies, pool size, most lent at once. */
+  writeBufferStats(): { lent: number; copied: number; pool: number; maxLent: number };
 }
 
 /** Indexes into the scratch array (must match native/src/hf.h). */

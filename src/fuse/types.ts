@@ -106,7 +106,11 @@ export interface Ops {
   link(req: Req, ino: number, newParent: number, newName: string): void;
   open(req: Req, ino: number, flags: number): void;
   read(req: Req, ino: number, size: number, offset: number, fh: number): void;
-  /** data is a fresh copy of the kernel's bytes: the handler may keep it (e.g. for an async write). */
+  /**
+   * data is valid until this request is answered: it is a view of the binding's receive buffer, which
+   * goes back to its pool with the reply (native/src/wbuf.c). Copy whatever is kept beyond the reply; never
+   * transfer data.buffer to a worker.
+   */
   write(req: Req, ino: number, data: Buffer, offset: number, fh: number, flags: number): void;
   flush(req: Req, ino: number, fh: number): void;
   release(req: Req, ino: number, fh: number, flags: number): void;

@@ -4,7 +4,10 @@
  *
  * Buffers that own their whole ArrayBuffer (any `Buffer.allocUnsafe` of more than 4 KiB) are transferred
  * to the worker and back, not copied: the caller must use the buffer returned by `hash()`, the one it
- * passed in is detached meanwhile. Other buffers are copied once. Buffers under `inlineBelow` bytes are
+ * passed in is detached meanwhile. Buffers over a SharedArrayBuffer are read by the worker in place (and
+ * come back as they went): nothing moves, so the main thread's V8 sees no new external memory per block
+ * (a transferred buffer counts as a new allocation each time it comes back, and 4 MiB ones make it collect
+ * garbage often). Other buffers are copied once. Buffers under `inlineBelow` bytes are
  * hashed on the calling thread, where that is cheaper than the two messages (~50 µs) a worker costs.
  */
 import { availableParallelism } from 'node:os';
@@ -22,6 +25,8 @@ interface Pending {
   resolve: (r: { hash: string; data: Buffer }) => void;
   reject: (e: Error) => void;
   length: number;
+  /** The caller's buffer, read in place by the worker (over a SharedArrayBuffer). */
+  shared?: Buffer;
 }
 
 export class HashPool {
@@ -38,12 +43,12 @@ export class HashPool {
     for (let i = 0; i < n; i++) {
       const w = new Worker(new URL('./pool-worker.js', import.meta.url));
       w.unref();
-      w.on('message', (m: { id: number; hash: string; buf: ArrayBuffer }) => {
+      w.on('message', (m: { id: number; hash: string; buf?: ArrayBuffer }) => {
         const p = this.pending.get(m.id);
         if (!p) return;
         this.pending.delete(m.id);
         this.busy[i] = (this.busy[i] ?? 1) - 1;
-        p.resolve({ hash: m.hash, data: Buffer.from(m.buf, 0, p.length) });
+        p.resolve({ hash: m.hash, data: p.shared ?? Buffer.from(m.buf ?? new ArrayBuffer(0), 0, p.length) });
       });
       w.on('error', (e) => this.failWorker(i, e));
       w.on('exit', (code) => {
@@ -68,13 +73,20 @@ export class HashPool {
     if (data.length < this.inlineBelow || this.workers.length === 0) return Promise.resolve({ hash: hashBuffer(data), data });
     let i = 0;
     for (let k = 1; k < this.busy.length; k++) if ((this.busy[k] ?? 0) < (this.busy[i] ?? 0)) i = k;
-    const owns = data.byteOffset === 0 && data.buffer.byteLength === data.length && data.buffer instanceof ArrayBuffer;
-    const buf = owns ? (data.buffer as ArrayBuffer) : new Uint8Array(data).buffer;
     const id = this.nextId++;
     this.busy[i] = (this.busy[i] ?? 0) + 1;
+    const worker = this.workers[i] as Worker;
+    if (data.buffer instanceof SharedArrayBuffer) {
+      return new Promise((resolve, reject) => {
+        this.pending.set(id, { resolve, reject, length: data.length, worker: i, shared: data });
+        worker.postMessage({ id, buf: data.buffer, offset: data.byteOffset, length: data.length });
+      });
+    }
+    const owns = data.byteOffset === 0 && data.buffer.byteLength === data.length && data.buffer instanceof ArrayBuffer;
+    const buf = owns ? (data.buffer as ArrayBuffer) : new Uint8Array(data).buffer;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, length: data.length, worker: i });
-      (this.workers[i] as Worker).postMessage({ id, buf, offset: 0, length: data.length }, [buf]);
+      worker.postMessage({ id, buf, offset: 0, length: data.length }, [buf]);
     });
   }
 

@@ -45,6 +45,7 @@ import { acquirePidLock } from './pidlock.js';
 import { Sealer } from './sealer.js';
 import { CacheMetricsMirror, Capacity, dirtyTotals, homeStatus } from './report.js';
 import { HashPool } from '../hash/pool.js';
+import { Presealer, inodePath } from '../seal/preseal.js';
 import { GitIndexPrefetch } from './gitindex.js';
 import { HotSet } from './hotset.js';
 import { NsPack } from './nspack.js';
@@ -109,6 +110,8 @@ export class MountedHome {
   private readonly host = hostname();
   /** Seals hash blocks on a worker thread so the FUSE loop keeps answering meanwhile. */
   private readonly hashPool = new HashPool({ threads: defaults.sealHashThreads });
+  /** Hashes and uploads the blocks of large files while they are written (seal/preseal.ts); none when read-only. */
+  private preseal: Presealer | undefined;
   private exitWith: (code: number) => void = () => undefined;
   /**
    * Resolves with the daemon's exit status once the home is asleep for good: after `sleep()` (a signal,
@@ -262,6 +265,7 @@ export class MountedHome {
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
       const h = new MountedHome(cfg, paths, log, store, objects, cache, hot, journal, upper, content, view, lease, unlock, hooks);
       h.logState = cfg.fsync === 'store' ? choice.log : null;
+      if (!cfg.readOnly && defaults.presealBlocks) h.startPreseal();
       undo.push(() => h.hashPool.close());
       undo.push(() => {
         h.control?.close();
@@ -382,8 +386,29 @@ export class MountedHome {
     return {
       journal: this.journal, content: this.content, objects: this.objects,
       excludes: new Excludes(this.cfg.excludes), home: this.cfg.home, host: this.host, parallelism: defaults.sealParallelism,
-      hash: (data) => this.hashPool.hash(data), fence: this.gcFence,
+      hash: (data) => this.hashPool.hash(data), fence: this.gcFence, uploading: (hash) => this.preseal?.uploading(hash),
     };
+  }
+
+  private startPreseal(): void {
+    const excludes = new Excludes(this.cfg.excludes);
+    const p = new Presealer({
+      excluded: (ino) => {
+        // Like the seal's walk: an excluded directory leaves out everything below it.
+        const names = inodePath(this.journal, ino);
+        if (!names) return true;
+        return names.some((_, i) => excludes.excluded(names.slice(0, i + 1).join('/'), i < names.length - 1));
+      },
+      hashEarly: (ino, index, into) => this.content.hashEarly(ino, index, (data) => this.hashPool.hash(data), into),
+      upload: async (hash, data) => {
+        if ((await this.objects.missingBlocks([hash])).size === 0) return false;
+        await this.objects.putBlock(hash, data);
+        return true;
+      },
+      onError: (e) => this.log.debug({ op: 'preseal', err: errorMessage(e) }, 'early hash or upload failed; the seal does it'),
+    });
+    this.preseal = p;
+    this.content.onWritten = (ino, offset, end, size) => p.written(ino, offset, end, size);
   }
 
   /** Whether an fsync can go to the log now (else it seals: no log yet, a seal pending, or the log is full). */
@@ -590,6 +615,7 @@ export class MountedHome {
       state: this.state, cfg: this.cfg, journal: this.journal, cache: this.cache, storeUrl: this.store.url,
       lastSealAt: this.lastSealAt, lastSnapshot: this.lastSnapshot, lastError: this.lastError, seals: this.seals,
       bytesUploaded: this.bytesUploaded, hotset: { entries: this.hot.entries, touchedBytes: this.hot.touchedBytes, warm: this.hot.warm }, nspack: this.nsPack?.report ?? null,
+      preseal: this.preseal ? { hashed: this.preseal.hashed, uploaded: this.preseal.uploaded } : null,
       metricsUrl: this.hooks.metricsUrl,
     });
   }
@@ -647,6 +673,7 @@ export class MountedHome {
     else this.lease?.stop();
     this.walk?.stop();
     await this.cache.close().catch(() => undefined);
+    await this.preseal?.close();
     await this.upper.closeAll();
     await this.hashPool.close();
     await this.journal.close();

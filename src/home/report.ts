@@ -26,6 +26,8 @@ export interface StatusInput {
   hotset: { entries: number; touchedBytes: number; warm: { bytesFetched: number } | null };
   /** What loading the namespace pack did at wake (null: no pack on this store, or not loaded). */
   nspack: { bytesFetched: number } | null;
+  /** Blocks of large files hashed and uploaded while they were written (seal/preseal.ts); null when off. */
+  preseal: { hashed: number; uploaded: number } | null;
   metricsUrl?: string | undefined;
 }
 
@@ -55,7 +57,7 @@ export function homeStatus(h: StatusInput): Record<string, unknown> {
     cacheBytes: c.bytes, cacheHits: c.hits, cacheMisses: c.misses, hitRatio: c.hits + c.misses > 0 ? c.hits / (c.hits + c.misses) : null,
     // Everything fetched from the store: the cache's GETs plus the hot-set record, wake pack and namespace pack.
     bytesFetched: c.bytesFetched + (h.hotset.warm?.bytesFetched ?? 0) + (h.nspack?.bytesFetched ?? 0),
-    bytesTouched: h.hotset.touchedBytes, hotset: h.hotset, nspack: h.nspack,
+    bytesTouched: h.hotset.touchedBytes, hotset: h.hotset, nspack: h.nspack, preseal: h.preseal,
     fsync: h.cfg.fsync, readOnly: h.cfg.readOnly, metricsUrl: h.metricsUrl ?? null,
   };
 }

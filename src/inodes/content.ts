@@ -13,7 +13,14 @@
  * bytes are as durable as the record (committed before the reply). It spills into an upper file when it
  * grows past the limit, when the inline bytes of the mount pass INLINE_TOTAL_MAX (memory), or at the seal.
  *
- * All changes to one inode's content are serialized (copy-up must never race a write into the same block).
+ * Changes to one inode's content are ordered by `RangeLocks` (rangelock.ts): a write into a file that is
+ * wholly in its upper file holds only the bytes it writes, so non-overlapping writes run their pwrite at
+ * the same time; everything that changes the file's state (copy-up, spill, truncate, the seal's capture)
+ * holds the whole file (copy-up must never race a write into the same block).
+ *
+ * A whole 4 MiB block of a dirty file may be hashed before the seal (`hashEarly`, for the seal/preseal.ts
+ * of a large file being written): the seal's capture then takes that hash instead of reading the block
+ * again, unless a change touched the block since (every change drops the early hashes of what it touches).
  */
 import { BLOCK_SIZE, SINGLE_BLOCK_MAX, blockStride } from '../hash/blake3.js';
 import { E, fsErr, nowNs } from './errors.js';
@@ -26,6 +33,7 @@ import type { Inode } from './types.js';
 import type { UpperFiles } from './upper.js';
 import { MAX_FILE_BYTES } from '../config.js';
 import type { NeighbourPrefetch } from './neighbours.js';
+import { RangeLocks } from './rangelock.js';
 
 /** Blocks of one file in flight at once during a seal's capture (each up to 4 MiB in memory). */
 const SEAL_WINDOW = 4;
@@ -67,8 +75,19 @@ export interface ContentOptions {
   neighbours?: NeighbourPrefetch;
 }
 
+/** Early hashes of one file's whole blocks (by index), and how many changes dropped one since its last seal. */
+interface EarlyHashes {
+  hashes: Map<number, string>;
+  drops: number;
+}
+/** A file whose early hashes were dropped this often (it is rewritten in place) gets none until its next seal. */
+const EARLY_DROPS_MAX = 4;
+
 export class Content {
-  private readonly locks = new Map<number, Promise<unknown>>();
+  private readonly locks = new RangeLocks();
+  private readonly early = new Map<number, EarlyHashes>();
+  /** Called after each write has landed (the presealer watches large sequential writers). */
+  onWritten: ((ino: number, offset: number, end: number, size: number) => void) | undefined;
   private readonly lastRead = new Map<number, number>();
   /** Bytes held inline by files this process made inline (an estimate: files inlined before a restart are not counted). */
   private inlineBytes = 0;
@@ -81,16 +100,9 @@ export class Content {
     private readonly opts: ContentOptions,
   ) {}
 
-  /** Runs fn after every earlier content change of this inode. */
+  /** Runs fn after every earlier content change of this inode, before every later one. */
   private serialize<T>(ino: number, fn: () => Promise<T>): Promise<T> {
-    const prev = this.locks.get(ino) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
-    const tail = next.catch(() => undefined);
-    this.locks.set(ino, tail);
-    void tail.then(() => {
-      if (this.locks.get(ino) === tail) this.locks.delete(ino);
-    });
-    return next;
+    return this.locks.whole(ino, fn);
   }
 
   async read(ino: number, offset: number, length: number): Promise<Buffer> {
@@ -210,15 +222,54 @@ export class Content {
    * meanwhile (under the writeback cache the kernel sends its own mtime in a setattr that can overtake
    * the write it belongs to; the later, explicit value wins).
    */
-  private stamp(ino: number): (cur: Inode) => { mtimeNs: bigint; ctimeNs: bigint } {
+  private stamp(ino: number): Stamp {
     if (this.opts.kernelOwnsTimes) return (cur) => ({ mtimeNs: cur.mtimeNs, ctimeNs: cur.ctimeNs });
     const now = nowNs();
     const before = this.journal.get(ino)?.mtimeNs;
     return (cur) => (cur.mtimeNs === before ? { mtimeNs: now, ctimeNs: now } : { mtimeNs: cur.mtimeNs, ctimeNs: cur.ctimeNs });
   }
 
+  /**
+   * Writes `data` at `offset`. A file wholly in its upper file (it stays so: no change takes blocks out of
+   * it) is written holding only the bytes written; any other holds the whole file while it changes state.
+   */
   write(ino: number, offset: number, data: Buffer): Promise<number> {
     const times = this.stamp(ino);
+    const c = this.journal.get(ino)?.content;
+    if (!c || !allLocal(c)) return this.writeChanging(ino, offset, data, times);
+    return this.locks.run(ino, offset, offset + data.length, () => this.writeLocal(ino, offset, data, times)).then(
+      (n) => n ?? this.writeChanging(ino, offset, data, times));
+  }
+
+  /**
+   * A write into a file wholly in its upper file, beside other writes of other bytes: the size, times and
+   * dirty blocks are computed from the record as it is when the write lands. Undefined if the file is no
+   * longer wholly local (never expected; the caller then writes it holding the whole file).
+   */
+  private async writeLocal(ino: number, offset: number, data: Buffer, times: Stamp): Promise<number | undefined> {
+    const node = this.journal.get(ino);
+    if (!node) throw fsErr(E.ENOENT);
+    if (!allLocal(contentOf(node))) return undefined;
+    const end = offset + data.length;
+    if (end > MAX_FILE_BYTES) throw fsErr(E.EFBIG);
+    // Writes beside this one only grow the file: checking against the size now never lets the home past the quota.
+    this.checkQuota(end - node.size);
+    this.touch(ino, offset, end);
+    await this.upper.write(ino, offset, data);
+    const size = this.journal.txn(() => {
+      const cur = this.journal.get(ino) ?? node;
+      const grown = Math.max(cur.size, end);
+      this.account(grown - cur.size);
+      this.journal.update(ino, { size: grown, ...times(cur), content: changed(contentOf(cur), Math.min(offset, cur.size), end, grown) });
+      this.journal.markChanged(ino);
+      return grown;
+    });
+    this.onWritten?.(ino, offset, end, size);
+    return data.length;
+  }
+
+  /** A write that may change the file's state (inline, spill, copy-up): holding the whole file. */
+  private writeChanging(ino: number, offset: number, data: Buffer, times: Stamp): Promise<number> {
     return this.serialize(ino, async () => {
       let node = this.journal.get(ino);
       if (!node) throw fsErr(E.ENOENT);
@@ -235,6 +286,7 @@ export class Content {
       node = await this.spill(node);
       // Bytes between the old end and `offset` become a hole; the old last block changes too.
       node = await this.makeLocal(node, Math.min(offset, node.size > 0 ? node.size - 1 : 0), Math.min(end, contentOf(node).sealed.size));
+      this.touch(ino, Math.min(offset, node.size), end);
       await this.upper.write(ino, offset, data);
       const size = Math.max(node.size, end);
       const content = changed(contentOf(node), Math.min(offset, node.size), end, size);
@@ -244,7 +296,40 @@ export class Content {
         this.journal.update(ino, { size, ...times(this.journal.get(ino) ?? node), content });
         this.journal.markChanged(ino);
       });
+      this.onWritten?.(ino, offset, end, size);
       return data.length;
+    });
+  }
+
+  /** Drops the early hashes of the blocks bytes [from, to) of file `ino` are in. */
+  private touch(ino: number, from: number, to: number): void {
+    const e = this.early.get(ino);
+    if (!e || e.hashes.size === 0) return;
+    for (let i = Math.floor(from / BLOCK_SIZE); i * BLOCK_SIZE < to; i++) if (e.hashes.delete(i)) e.drops++;
+  }
+
+  /**
+   * Hashes whole block `index` of dirty file `ino` ahead of its seal, holding the block so that no write
+   * changes it meanwhile, and keeps the hash for the seal's capture. Resolves to the hash and the bytes
+   * (for an early upload), or undefined when there is nothing to hash: the block is not whole, not dirty,
+   * already hashed, or changes dropped early hashes of this file often since its last seal. The block is
+   * read into `into` when given (the returned bytes may be another Buffer over its memory: the hash may
+   * have moved it to a worker and back).
+   */
+  hashEarly(ino: number, index: number, hash: (data: Buffer) => Promise<{ hash: string; data: Buffer }>, into?: Buffer): Promise<{ hash: string; data: Buffer } | undefined> {
+    const start = index * BLOCK_SIZE;
+    return this.locks.run(ino, start, start + BLOCK_SIZE, async () => {
+      const node = this.journal.get(ino);
+      const c = node?.content;
+      if (!node || c?.state !== 'dirty' || node.size < start + BLOCK_SIZE || !isLocal(c, index)) return undefined;
+      if (c.dirty !== 'all' && !c.dirty.includes(index)) return undefined;
+      let e = this.early.get(ino);
+      if (!e) this.early.set(ino, (e = { hashes: new Map<number, string>(), drops: 0 }));
+      if (e.drops >= EARLY_DROPS_MAX || e.hashes.has(index)) return undefined;
+      const r = await hash(await this.upper.read(ino, start, BLOCK_SIZE, into));
+      // (Recorded only if the file's entry is still this one: a truncate or seal meanwhile started afresh.)
+      if (this.early.get(ino) === e) e.hashes.set(index, r.hash);
+      return r;
     });
   }
 
@@ -258,6 +343,7 @@ export class Content {
       if (size > MAX_FILE_BYTES) throw fsErr(E.EFBIG);
       if (size === old) return this.journal.update(ino, times(node));
       this.checkQuota(size - old);
+      this.early.delete(ino); // the block layout may change with the size
       if (this.keepsInline(node, size)) return this.setInline(node, resized(node, size), times);
       node = await this.spill(node);
       const low = Math.min(old, size);
@@ -283,7 +369,7 @@ export class Content {
   }
 
   /** Records `bytes` as the inline content (and size) of file `node`. */
-  private setInline(node: Inode, bytes: Buffer, times: (cur: Inode) => { mtimeNs: bigint; ctimeNs: bigint }): Inode {
+  private setInline(node: Inode, bytes: Buffer, times: Stamp): Inode {
     const c = contentOf(node);
     this.inlineBytes += bytes.length - inlineLength(c);
     return this.journal.txn(() => {
@@ -331,16 +417,18 @@ export class Content {
 
   /**
    * The seal's capture of one file, at one instant: under the content lock, every block of a dirty file
-   * that changed is read from the upper file and handed to `store` (which hashes it, starts its upload and
-   * returns its hash). `captured` then receives the new block list at once (the seal composes trees from
-   * hashes while the uploads run); the file is recorded as sealed only after `landed` resolves (every upload
-   * `store` started for it is in the store), still under the lock. If `landed` throws, the file stays dirty.
+   * that changed is handed to `store` (which hashes it, starts its upload and returns its hash) as a reader
+   * of its bytes in the upper file, and with its early hash when it has one (`hashEarly`: then `store` reads
+   * it only if it must upload it; the lock is held until `landed`). `captured` then receives the new block
+   * list at once (the seal composes trees from hashes while the uploads run); the file is recorded as sealed
+   * only after `landed` resolves (every upload `store` started for it is in the store), still under the
+   * lock. If `landed` throws, the file stays dirty and its early hashes are dropped (the next seal reads all).
    * A file with nothing to seal returns its sealed blocks without reading anything; `captured` in the result
    * tells which happened. With `record: false` (a log segment) the file is left as it is.
    */
   sealFile(
     ino: number,
-    store: (block: SealBlock, data: Buffer) => Promise<string>,
+    store: (block: SealBlock, bytes: () => Promise<Buffer>, known?: string) => Promise<string>,
     hooks: { captured?: (r: SealedBlocks) => void; landed?: () => Promise<void>; record?: boolean } = {},
   ): Promise<SealedBlocks & { captured: boolean }> {
     return this.serialize(ino, async () => {
@@ -359,8 +447,10 @@ export class Content {
           const b = plan[i] as SealBlock;
           try {
             // An inline file's bytes are copied: `store` may hand its buffer to a worker thread.
-            const bytes = c.state === 'inline' ? Buffer.from(c.data.subarray(b.offset, b.offset + b.length)) : undefined;
-            blocks[i] = b.reuse ?? (await store(b, bytes ?? (await this.upper.read(ino, b.offset, b.length))));
+            const bytes = c.state === 'inline'
+              ? async (): Promise<Buffer> => Buffer.from(c.data.subarray(b.offset, b.offset + b.length))
+              : (): Promise<Buffer> => this.upper.read(ino, b.offset, b.length);
+            blocks[i] = b.reuse ?? (await store(b, bytes, this.earlyHash(ino, b)));
           } catch (e) {
             next = plan.length; // the others stop after their current block; the lock is held until then
             throw e;
@@ -370,11 +460,25 @@ export class Content {
       const done = await Promise.allSettled(Array.from({ length: Math.min(SEAL_WINDOW, plan.length) }, worker));
       for (const r of done) if (r.status === 'rejected') throw r.reason;
       hooks.captured?.({ blocks, size: node.size });
-      await hooks.landed?.();
+      try {
+        await hooks.landed?.();
+      } catch (e) {
+        this.early.delete(ino);
+        throw e;
+      }
       // A log segment (record: false) leaves the file dirty: the next seal captures it again.
-      if (hooks.record !== false) await this.recordSealed(ino, c, blocks, node.size);
+      if (hooks.record !== false) {
+        await this.recordSealed(ino, c, blocks, node.size);
+        this.early.delete(ino);
+      }
       return { blocks, size: node.size, captured: true };
     });
+  }
+
+  /** The early hash of seal block `b` of file `ino`, if it is a whole block hashed since its last change. */
+  private earlyHash(ino: number, b: SealBlock): string | undefined {
+    if (b.length !== BLOCK_SIZE || b.offset !== b.index * BLOCK_SIZE) return undefined;
+    return this.early.get(ino)?.hashes.get(b.index);
   }
 
   /**
@@ -441,6 +545,7 @@ export class Content {
    */
   reclaim(node: Inode): Promise<void> {
     this.lastRead.delete(node.ino);
+    this.early.delete(node.ino);
     if (node.kind === 'file' && node.size > 0) this.account(-node.size);
     const c = node.content;
     if (c?.state === 'inline') {
@@ -456,6 +561,9 @@ export class Content {
     return journal.getMeta<number>(USED_BYTES) ?? journal.getMeta<{ bytes: number }>('stats')?.bytes ?? 0;
   }
 }
+
+/** The times a content change records, given the record as it is when the change lands (`Content.stamp`). */
+type Stamp = (cur: Inode) => { mtimeNs: bigint; ctimeNs: bigint };
 
 /** The bytes an inline content holds (0 for any other state). */
 function inlineLength(c: FileContent): number {

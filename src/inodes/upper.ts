@@ -98,9 +98,10 @@ export class UpperFiles {
     }
   }
 
-  read(ino: number, offset: number, length: number): Promise<Buffer> {
+  /** Bytes [offset, offset + length) of the inode's upper file, into `into` when given (at least `length` long). */
+  read(ino: number, offset: number, length: number, into?: Buffer): Promise<Buffer> {
     return this.using(ino, async (fd) => {
-      const buf = Buffer.allocUnsafe(length);
+      const buf = into && into.length >= length ? into.subarray(0, length) : Buffer.allocUnsafe(length);
       let got = 0;
       while (got < length) {
         const n = await p<number>((cb) => read(fd, buf, got, length - got, offset + got, cb));

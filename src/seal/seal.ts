@@ -42,6 +42,8 @@ export interface SealDeps {
   parallelism: number;
   /** Hashes a block off the event loop; returns the bytes again (the input may have been transferred). */
   hash?: (data: Buffer) => Promise<{ hash: string; data: Buffer }>;
+  /** The upload of this block that began before the seal (preseal.ts), while it is in flight. */
+  uploading?: (hash: string) => Promise<unknown> | undefined;
   /** The org's gc fence and this home's last look at it (a look older than `FENCE_REUSE_MS` is renewed). */
   fence: { gc: GcFence; observed: EpochState | null };
   /**
@@ -331,16 +333,31 @@ function linkOf(node: Inode): { link?: number; nlink?: number } {
  */
 function sealFile(d: SealDeps, ino: number, t: Tally, w: Writes, record: boolean): Promise<{ blocks: string[]; size: number }> {
   const uploads: Array<Promise<unknown>> = [];
-  const store = async (block: SealBlock, bytes: Buffer): Promise<string> => {
-    let data = bytes;
+  const store = async (block: SealBlock, bytes: () => Promise<Buffer>, known?: string): Promise<string> => {
+    let data: Buffer | undefined;
     let hash: string;
-    if (d.hash) ({ hash, data } = await d.hash(data));
-    else hash = hashBuffer(data);
-    t.bytesHashed += block.length;
+    if (known !== undefined) {
+      hash = known; // hashed early, while the file was written (preseal.ts): read again only if it must go up
+    } else {
+      data = await bytes();
+      if (d.hash) ({ hash, data } = await d.hash(data));
+      else hash = hashBuffer(data);
+      t.bytesHashed += block.length;
+    }
     const { landed } = await w.start('block', async () => {
+      // An early upload of this block lands first; the block then counts as found (deduplicated).
+      await d.uploading?.(hash)?.catch(() => undefined);
       // Small blocks are written again rather than asked about (one round trip instead of two).
-      const upload = data.length <= SMALL_OBJECT || (await d.objects.missingBlocks([hash])).size > 0;
+      const upload = block.length <= SMALL_OBJECT || (await d.objects.missingBlocks([hash])).size > 0;
       if (upload) {
+        if (!data) {
+          // An early hash whose block must go up after all: the bytes read now are checked against it (a
+          // mismatch fails the seal; the file stays dirty and its next seal hashes everything afresh).
+          data = await bytes();
+          const check = d.hash ? await d.hash(data) : { hash: hashBuffer(data), data };
+          data = check.data;
+          if (check.hash !== hash) throw new Error(`seal: block ${block.index} of inode ${ino} no longer has its early hash`);
+        }
         await d.objects.putBlock(hash, data);
         t.blocksNew++;
         t.bytesUploaded += block.length;

@@ -7,10 +7,13 @@
  * numbers above 2^32. Directory handles snapshot the listing at opendir so readdir cookies stay stable.
  * `slowPrefix`: lookups of names starting with it are answered `slowMs` later (tests of parallel dirops).
  * `throwOnName`: a lookup of that name throws (tests of a crashing handler).
+ * `writeBatch`: writes are held until that many wait, then applied (reading their payload only then) and
+ * answered, newest first (tests of the binding's pooled write buffers: a request's own until answered).
  * The virtual xattr `user.memfs.stats` on the root returns the counters as JSON (for tests in another process);
  * setting BEHIND_WRITE / BEHIND_UNLINK changes things behind the kernel and sends invalidations.
  */
 import type { Attr, DirEntry, DirPlusEntry, Entry, Ops, Req, Session, SetAttr } from '../../src/fuse/types.js';
+import { writeBufferStats } from '../../src/fuse/index.js';
 import { constants as os } from 'node:os';
 
 const E = os.errno;
@@ -39,7 +42,7 @@ function now(): Time {
 const hrBase = process.hrtime.bigint();
 const wallBaseNs = BigInt(Date.now()) * 1_000_000n;
 
-export interface MemFsOptions { timeout?: number; slowPrefix?: string; slowMs?: number; throwOnName?: string }
+export interface MemFsOptions { timeout?: number; slowPrefix?: string; slowMs?: number; throwOnName?: string; writeBatch?: number }
 
 export class MemFs implements Ops {
   private readonly nodes = new Map<number, Node>();
@@ -284,7 +287,16 @@ export class MemFs implements Ops {
     const end = Math.min(n.size, offset + size);
     this.r.buf(req, offset >= end ? Buffer.alloc(0) : n.data.subarray(offset, end));
   }
+  private readonly heldWrites: Array<() => void> = [];
   write(req: Req, ino: number, data: Buffer, offset: number): void {
+    const batch = this.opts.writeBatch ?? 0;
+    if (batch === 0) return this.applyWrite(req, ino, data, offset);
+    this.heldWrites.push(() => this.applyWrite(req, ino, data, offset));
+    if (this.heldWrites.length < batch) return;
+    const held = this.heldWrites.splice(0).reverse();
+    setImmediate(() => { for (const apply of held) apply(); });
+  }
+  private applyWrite(req: Req, ino: number, data: Buffer, offset: number): void {
     const n = this.node(req, ino);
     if (!n) return;
     const end = offset + data.length;
@@ -389,7 +401,7 @@ export class MemFs implements Ops {
     const n = this.node(req, ino);
     if (!n) return;
     const v = ino === 1 && name === STATS_XATTR
-      ? Buffer.from(JSON.stringify({ ...this.stats, liveInodes: this.nodes.size, lastInval: this.lastInval }))
+      ? Buffer.from(JSON.stringify({ ...this.stats, liveInodes: this.nodes.size, lastInval: this.lastInval, writeBuffers: writeBufferStats() }))
       : n.xattrs.get(name);
     if (!v) return this.r.err(req, E.ENODATA);
     if (size === 0) return this.r.xattrSize(req, v.length);
