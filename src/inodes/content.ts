@@ -21,7 +21,8 @@ import {
   allLocal, canInline, changed, copiedUp, emptyContent, hasUpper, inlined, isLocal, localBlocks, sealPlan,
   sealed as sealedState, spilled, type FileContent, type InlineContent, type SealBlock, type SealedBlocks,
 } from './filestate.js';
-import { isDerivedIno, type Journal } from './journal.js';
+import type { Journal } from './journal.js';
+import { isFreshIno } from '../model/inos.js';
 import type { Inode } from './types.js';
 import type { UpperFiles } from './upper.js';
 import { MAX_FILE_BYTES } from '../config.js';
@@ -445,8 +446,9 @@ export class Content {
     const c = node.content;
     if (c?.state === 'inline') {
       this.dropInline(c);
-      // A counter-allocated number never had an upper file while inline; a derived one may have met one.
-      if (!isDerivedIno(node.ino)) return Promise.resolve();
+      // A number handed out to a new file (counter or created range) never had an upper file while inline;
+      // one loaded from a tree may have met one.
+      if (isFreshIno(node.ino)) return Promise.resolve();
     }
     return this.upper.remove(node.ino);
   }
