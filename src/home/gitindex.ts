@@ -7,7 +7,9 @@
  * does. When the mount first sees the index looked up, this reads it (git index versions 2 and 3; others
  * are left alone), resolves its paths through the view, and hands the blocks of the small, clean, uncached
  * files that git will read (`gitWillRead`) to the cache's prefetch queue in index order, within a byte
- * budget, so git finds them cached or in flight.
+ * budget, so git finds them cached or in flight; then, within what is left of the budget, the other small
+ * tracked files: a stat-only `git status` is usually followed by readers of the work tree (grep -r, a
+ * build), which would otherwise fetch them one read at a time (measured: docs/decisions.md).
  *
  * Only a hint: an index that cannot be read or parsed, or a path that does not resolve, just prefetches
  * less. Each git directory is handled once per mount.
@@ -108,6 +110,7 @@ export class GitIndexPrefetch {
     const indexMtimeSec = Number(index.mtimeNs / NS);
     const dirs = new Map<string, number>([['', work]]);
     const want: string[] = [];
+    const later: Array<[string, number]> = [];
     let bytes = 0;
     for (const e of entries) {
       const p = e.path;
@@ -117,11 +120,22 @@ export class GitIndexPrefetch {
       const f = this.child(dir, p.slice(slash + 1));
       const fc = f?.kind === 'file' ? f.content : undefined;
       const hash = fc?.state === 'clean' && fc.sealed.blocks.length === 1 ? fc.sealed.blocks[0] : undefined;
-      if (!f || !fc || hash === undefined || fc.sealed.size > this.opts.maxFileBytes || this.blocks.has(hash) || !gitWillRead(e, f, indexMtimeSec)) continue;
+      if (!f || !fc || hash === undefined || fc.sealed.size > this.opts.maxFileBytes || this.blocks.has(hash)) continue;
+      if (!gitWillRead(e, f, indexMtimeSec)) {
+        later.push([hash, fc.sealed.size]);
+        continue;
+      }
       if (bytes + fc.sealed.size > this.opts.budgetBytes) break;
       bytes += fc.sealed.size;
       want.push(hash);
       if (want.length >= 256) this.blocks.prefetch(want.splice(0)); // start while the rest resolves
+    }
+    // Then, within what is left of the budget, the files git will not read: the work tree's next readers'
+    // (grep -r, a build) likely reads, fetched many at a time instead of one per read.
+    for (const [hash, size] of later) {
+      if (bytes + size > this.opts.budgetBytes) break;
+      bytes += size;
+      want.push(hash);
     }
     if (want.length > 0) this.blocks.prefetch(want);
   }
