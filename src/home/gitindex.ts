@@ -7,9 +7,10 @@
  * does. When the mount first sees the index looked up, this reads it (git index versions 2 and 3; others
  * are left alone), resolves its paths through the view, and hands the blocks of the small, clean, uncached
  * files that git will read (`gitWillRead`) to the cache's prefetch queue in index order, within a byte
- * budget, so git finds them cached or in flight; then, within what is left of the budget, the other small
- * tracked files: a stat-only `git status` is usually followed by readers of the work tree (grep -r, a
- * build), which would otherwise fetch them one read at a time (measured: docs/decisions.md).
+ * budget, so git finds them cached or in flight. The other small tracked files (within what is left of the
+ * budget) wait for the first cold read of one of them (`coldRead`): a reader going through the work tree
+ * (grep -r, a build) then finds them cached or in flight instead of fetching them one read at a time, and a
+ * stat-only `git status` alone fetches nothing more (measured: docs/decisions.md).
  *
  * Only a hint: an index that cannot be read or parsed, or a path that does not resolve, just prefetches
  * less. Each git directory is handled once per mount.
@@ -81,6 +82,8 @@ export function gitWillRead(e: GitIndexEntry, node: Inode, indexMtimeSec: number
 
 export class GitIndexPrefetch {
   private readonly seen = new Set<number>();
+  /** Work trees whose clean tracked files wait for a first cold read of one of them: their inodes, their blocks. */
+  private readonly armed: Array<{ inos: Set<number>; hashes: string[] }> = [];
 
   constructor(
     private readonly view: HomeView,
@@ -110,7 +113,7 @@ export class GitIndexPrefetch {
     const indexMtimeSec = Number(index.mtimeNs / NS);
     const dirs = new Map<string, number>([['', work]]);
     const want: string[] = [];
-    const later: Array<[string, number]> = [];
+    const later: Array<[string, number, number]> = [];
     let bytes = 0;
     for (const e of entries) {
       const p = e.path;
@@ -122,7 +125,7 @@ export class GitIndexPrefetch {
       const hash = fc?.state === 'clean' && fc.sealed.blocks.length === 1 ? fc.sealed.blocks[0] : undefined;
       if (!f || !fc || hash === undefined || fc.sealed.size > this.opts.maxFileBytes || this.blocks.has(hash)) continue;
       if (!gitWillRead(e, f, indexMtimeSec)) {
-        later.push([hash, fc.sealed.size]);
+        later.push([hash, fc.sealed.size, f.ino]);
         continue;
       }
       if (bytes + fc.sealed.size > this.opts.budgetBytes) break;
@@ -130,14 +133,25 @@ export class GitIndexPrefetch {
       want.push(hash);
       if (want.length >= 256) this.blocks.prefetch(want.splice(0)); // start while the rest resolves
     }
-    // Then, within what is left of the budget, the files git will not read: the work tree's next readers'
-    // (grep -r, a build) likely reads, fetched many at a time instead of one per read.
-    for (const [hash, size] of later) {
+    if (want.length > 0) this.blocks.prefetch(want);
+    // Within what is left of the budget, the files git will not read: the likely reads of the work tree's
+    // next reader (grep -r, a build), fetched many at a time once one of them is read cold.
+    const rest: { inos: Set<number>; hashes: string[] } = { inos: new Set(), hashes: [] };
+    for (const [hash, size, ino] of later) {
       if (bytes + size > this.opts.budgetBytes) break;
       bytes += size;
-      want.push(hash);
+      rest.hashes.push(hash);
+      rest.inos.add(ino);
     }
-    if (want.length > 0) this.blocks.prefetch(want);
+    if (rest.hashes.length > 0) this.armed.push(rest);
+  }
+
+  /** A small file was read cold: if it is a clean tracked file of an armed work tree, prefetch that tree's others. */
+  coldRead(ino: number): void {
+    const at = this.armed.findIndex((a) => a.inos.has(ino));
+    if (at < 0) return;
+    const [a] = this.armed.splice(at, 1);
+    if (a) this.blocks.prefetch(a.hashes);
   }
 
   private child(dir: number, name: string): Inode | undefined {

@@ -64,8 +64,8 @@ export interface ContentOptions {
    * setattr when it writes the inode back (close, fsync, syncfs): content changes then leave times alone.
    */
   kernelOwnsTimes?: boolean;
-  /** Prefetches a directory's small files when one of them is read cold (neighbours.ts). */
-  neighbours?: NeighbourPrefetch;
+  /** Prefetches a directory's small files when one of them is read cold (neighbours.ts; home.ts adds others). */
+  neighbours?: Pick<NeighbourPrefetch, 'wants' | 'coldRead'>;
 }
 
 export class Content {
