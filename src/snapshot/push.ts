@@ -16,7 +16,8 @@
  * Hard links (same dev:ino inside the tree) share one `link` id, assigned in depth-first name order so the
  * same tree always encodes the same way. Every entry on the pushed directory's device records the inode
  * number a mount serves for it (model/inos.ts, `pushedIno`): st_ino's low 32 bits, as git's index keeps
- * them, so `git status` on a woken home finds its index clean without reading the files. A file that changes while it is hashed is re-read (up to 3 times).
+ * them, so `git status` on a woken home finds its index clean without reading the files. A file that
+ * changes while it is hashed is re-read (up to 3 times).
  * Sockets are skipped (they mean nothing on another host) and counted in `skipped`.
  *
  * What cannot be read (permission denied) does not stop the push, as in restic: an unreadable file is left
