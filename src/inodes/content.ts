@@ -22,7 +22,6 @@ import {
   sealed as sealedState, spilled, type FileContent, type InlineContent, type SealBlock, type SealedBlocks,
 } from './filestate.js';
 import type { Journal } from './journal.js';
-import { isFreshIno } from '../model/inos.js';
 import type { Inode } from './types.js';
 import type { UpperFiles } from './upper.js';
 import { MAX_FILE_BYTES } from '../config.js';
@@ -446,9 +445,8 @@ export class Content {
     const c = node.content;
     if (c?.state === 'inline') {
       this.dropInline(c);
-      // A number handed out to a new file (counter or created range) never had an upper file while inline;
-      // one loaded from a tree may have met one.
-      if (isFreshIno(node.ino)) return Promise.resolve();
+      // A file this journal created never had an upper file while inline; one loaded from a tree may have.
+      if (this.journal.handedOut(node.ino)) return Promise.resolve();
     }
     return this.upper.remove(node.ino);
   }

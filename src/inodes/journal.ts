@@ -22,7 +22,7 @@ import { fromLegacy, type LegacyContentFields } from './filestate.js';
 import type { Inode } from './types.js';
 import { ROOT_INO } from './types.js';
 import { hashBuffer } from '../hash/blake3.js';
-import { createdIno, DERIVED_INO_BASE, HALF_SPAN, isPortableIno, PUSHED_INO_BASE } from '../model/inos.js';
+import { CREATED_INO_BASE, createdIno, DERIVED_INO_BASE, HALF_SPAN, isPortableIno, PUSHED_INO_BASE } from '../model/inos.js';
 
 /** The derived range (model/inos.ts): [2^40, 2^52). */
 const STABLE_INO_SPAN = PUSHED_INO_BASE - DERIVED_INO_BASE;
@@ -273,6 +273,17 @@ export class Journal {
     }
     const ino = createdIno(base, n);
     return this.get(ino) === undefined ? ino : n;
+  }
+
+  /**
+   * Whether this journal handed `ino` out to a file it created (its counter, or its created range up to
+   * its counter): such a number never had another holder here. A number loaded from a tree may have.
+   */
+  handedOut(ino: number): boolean {
+    if (ino < DERIVED_INO_BASE) return true;
+    const base = this.getMeta<number>('createdInoBase');
+    if (base === undefined || ino < CREATED_INO_BASE) return false;
+    return (((ino - CREATED_INO_BASE - base) % HALF_SPAN) + HALF_SPAN) % HALF_SPAN < this.nextIno;
   }
 
   private counterIno(): number {

@@ -38,11 +38,6 @@ export function isDerivedIno(ino: number): boolean {
   return ino >= DERIVED_INO_BASE && ino < PUSHED_INO_BASE;
 }
 
-/** Whether `ino` was handed out to a new file (the counter or the created range): it never had another holder. */
-export function isFreshIno(ino: number): boolean {
-  return ino < DERIVED_INO_BASE || ino >= CREATED_INO_BASE;
-}
-
 /** The number push records for a file of the pushed directory's device with inode number `stIno`. */
 export function pushedIno(stIno: bigint): number {
   return PUSHED_INO_BASE + Number(stIno % BigInt(HALF_SPAN));
