@@ -2,7 +2,7 @@
 # The agent-resumes wake and a cold `find`, homefs only, over the shared test Ceph through main's latency
 # proxy (bench/lib/tools/rttproxy), with the daemon under --cpu-prof, by hand:
 #
-#   SRC=<agent home> PROF=<dir> bench/wake-prof.sh RTT [RTT...]
+#   SRC=<agent home> PROF=<dir> [STEPS="resume find"] bench/wake-prof.sh RTT [RTT...]
 #
 # SRC defaults to bench/run's --scale 0.3 agent home. It is pushed once per RTT and step (directly, no
 # proxy) so that each wake starts on a home with no hot set; each step starts from empty cache and state
@@ -19,7 +19,7 @@ PROF=${PROF:-/var/tmp/wake-prof}
 B=bin/homefs
 now() { date +%s.%N; }
 for rtt in "$@"; do
-  for step in resume find; do
+  for step in ${STEPS:-resume find}; do
     home=bench/$step$rtt
     t=$(now); $B push "$SRC" $home --store "$DIRECT" >/dev/null 2>&1; echo "push $home $(echo "$(now) - $t" | bc) s"
     node dist/bench/lib/tools/rttproxy.js "$port" "$rtt" /var/tmp/wakeprof-rtt.port > /var/tmp/wakeprof-rtt.out 2>&1 & PX=$!

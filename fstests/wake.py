@@ -18,7 +18,7 @@ import sys
 import time
 
 from faults import S3Home
-from lib.asserts import eq, read, true
+from lib.asserts import eq, read, true, write
 from lib.harness import check
 
 
@@ -266,5 +266,77 @@ def _(t):
         true(h.alive(), 'the daemon is alive')
         h.proxy.clear()
         eq(read(os.path.join(mnt, 'cold')), files['cold'], 'the file reads correctly once the store is back')
+    finally:
+        h.close()
+
+
+def _git(repo, *args, strace_log=None):
+    """Runs git in `repo` (under strace, logging every open, when `strace_log` is given); returns stdout."""
+    cmd = ['git', '-c', 'user.name=t', '-c', 'user.email=t@e', *args]
+    if strace_log:
+        cmd = ['strace', '-f', '-qq', '-e', 'trace=open,openat,openat2', '-o', strace_log, *cmd]
+    p = subprocess.run(cmd, cwd=repo, capture_output=True, timeout=120)
+    eq(p.returncode, 0, f'git {" ".join(args)}: {p.stderr.decode().strip()}')
+    return p.stdout.decode()
+
+
+def _opened(t, repo, *args):
+    """The work-tree paths (relative to `repo`, outside .git) that `git <args>` opened."""
+    log = os.path.join(t.scratch, 'strace.log')
+    _git(repo, *args, strace_log=log)
+    out = set()
+    with open(log) as f:
+        for line in f:
+            q = line.find('"')
+            if q < 0 or ' = -1 ' in line:
+                continue
+            p = line[q + 1:line.find('"', q + 1)]
+            rel = os.path.relpath(p, repo) if os.path.isabs(p) else os.path.normpath(p)
+            if not rel.startswith('..') and not rel.startswith('.git') and rel != '.':
+                out.add(rel)
+    os.unlink(log)
+    return out
+
+
+def _inos(root):
+    return {os.path.relpath(os.path.join(d, n), root): os.lstat(os.path.join(d, n)).st_ino
+            for d, _, names in os.walk(root) for n in names}
+
+
+@check('wake.git_status_stat_only', needs=('homefs', 's3'), timeout=300)
+def _(t):
+    """A repo pushed from a plain directory (push records each file's inode number: model/inos.ts): on a
+    fresh host `git status` opens none of the tracked files, because its index matches the st_ino (low 32
+    bits), times, size and owner the mount serves; a new file committed there keeps its number after a
+    seal and a wake on another fresh host, where `git status` opens no tracked file either."""
+    h = S3Home(t, 'gitino')
+    try:
+        repo = os.path.join(t.scratch, 'push-src', 'repo')
+        files = {f'd{i % 3}/f{i}.txt': os.urandom(2000 + i) for i in range(30)}
+        for name, data in files.items():
+            os.makedirs(os.path.join(repo, os.path.dirname(name)), exist_ok=True)
+            write(os.path.join(repo, name), data)
+        time.sleep(1.1)  # an index written in the same second as a file makes git read it ("racily clean")
+        _git(repo, 'init', '-q')
+        _git(repo, 'add', '-A')
+        _git(repo, 'commit', '-qm', 'init')
+        _git(repo, 'update-index', '-q', '--refresh')
+        h.push({})
+        mnt = h.mount()
+        work = os.path.join(mnt, 'repo')
+        true('d1/f1.txt' in _opened(t, work, 'hash-object', 'd1/f1.txt'), 'the strace check sees a file git reads')
+        eq(_opened(t, work, 'status', '--porcelain') & set(files), set(), 'tracked files git status opened on a fresh host')
+        eq(_git(work, 'status', '--porcelain'), '', 'git status of the pushed repo')
+        write(os.path.join(work, 'd0/new.txt'), b'new\n')
+        time.sleep(1.1)
+        _git(work, 'add', '-A')
+        _git(work, 'commit', '-qm', 'new')
+        before = _inos(work)
+        h.env.sleep(mnt, timeout=180)
+        h.mnts.remove(mnt)
+        mnt2 = h.mount()
+        work2 = os.path.join(mnt2, 'repo')
+        eq(_inos(work2), before, 'inode numbers on the next fresh host')
+        eq(_opened(t, work2, 'status', '--porcelain') & (set(files) | {'d0/new.txt'}), set(), 'tracked files git status opened after the move')
     finally:
         h.close()

@@ -1,8 +1,8 @@
 /**
  * The git-index prefetch through a real mount over the test Ceph (issue 11, agent resumes): on a fresh host
- * the first lookup of a repo's `.git/index` prefetches the small tracked files of its work tree, so reading
- * them afterwards (what `git status` does on a host whose inode numbers differ) needs no store fetch, and
- * git sees the pushed repo clean.
+ * the first lookup of a repo's `.git/index` prefetches the small tracked files of its work tree that git
+ * will read (their stat data differs from the index's: here a copied repo), so reading them afterwards
+ * needs no store fetch, and git sees the pushed repo clean.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,7 +16,12 @@ before(async () => {
   h = new TestHome('acme', 'git', await testS3Url());
   await shOk(`mkdir -p ${h.root}/src/repo && cd ${h.root}/src/repo && git init -q && for d in a b c; do mkdir -p $d/x;
     for i in $(seq 1 20); do echo "$d $i" > $d/f$i.txt; echo "$d x $i" > $d/x/g$i.txt; done; done && echo untracked > ../notes.md &&
-    git add -A && git -c user.name=t -c user.email=t@e commit -qm init`);
+    git add -A && git -c user.name=t -c user.email=t@e commit -qm init && cd .. && cp -a repo copy && rm -rf repo && mv copy repo`);
+  // A repo whose index matches its files (as an agent's own git status keeps it): 30 files of 5,000 bytes.
+  await shOk(`mkdir -p ${h.root}/src/fresh && cd ${h.root}/src/fresh && git init -q && for i in $(seq 1 30); do head -c 3750 /dev/urandom | base64 -w0 > f$i.txt; done &&
+    sleep 1.1 && git add -A && git -c user.name=t -c user.email=t@e commit -qm init && git update-index -q --refresh`);
+  // A copied repo (new inode numbers and ctimes: its index no longer matches, as for one sealed before trees
+  // recorded inode numbers): git status reads every tracked file, so the prefetch has work to do.
   await homefsOk(['push', path.join(h.root, 'src'), h.ref, '--store', h.storeUrl], { timeoutMs: 120_000 });
 });
 after(async () => {
@@ -60,6 +65,25 @@ test('the first lookup of .git/index prefetches the tracked files; reading them 
     const afterRead = await h.status(mnt);
     assert.equal(Number(afterRead.cacheMisses), before.misses, 'every tracked file was prefetched');
     assert.equal(await shOk(`cd ${mnt}/repo && git status --porcelain`), '', 'git sees the pushed repo clean');
+  } finally {
+    await h.sleep(mnt);
+  }
+});
+
+test('an index that matches: git status fetches no tracked file; the first cold read of one prefetches the others', async () => {
+  const mnt = await h.mount({ host: 'matching' });
+  try {
+    await shOk(`stat ${mnt}/fresh/.git/index > /dev/null`);
+    const start = await settledMisses(mnt);
+    assert.equal(await shOk(`cd ${mnt}/fresh && git status --porcelain`), '', 'clean');
+    const afterStatus = await settledMisses(mnt);
+    assert.ok(afterStatus.fetched - start.fetched < 30_000, `git status fetched ${afterStatus.fetched - start.fetched} bytes: git's own files, not the 150 kB of tracked files`);
+    await shOk(`cat ${mnt}/fresh/f7.txt > /dev/null`);
+    const afterOne = await settledMisses(mnt);
+    assert.equal(afterOne.misses, afterStatus.misses + 1, 'the first read is cold');
+    assert.ok(afterOne.fetched - afterStatus.fetched >= 30 * 5000, 'it prefetched the other tracked files');
+    await shOk(`cd ${mnt}/fresh && cat f*.txt > /dev/null`);
+    assert.equal(Number((await h.status(mnt)).cacheMisses), afterOne.misses, 'reading them fetches nothing more');
   } finally {
     await h.sleep(mnt);
   }

@@ -1,8 +1,7 @@
 /**
- * Inode numbers are derived from (parent inode, name), so a home woken on another host shows the same
- * st_ino for the same path. git's index records st_ino: with numbers that change at every wake, `git status`
- * on a fresh host takes every tracked file for modified and reads all of them from the store. (A hard-linked
- * file is numbered by its link id on a woken host, so it keeps its number from the second wake on.)
+ * A home woken on another host shows the same st_ino for the same file (trees record the numbers a mount
+ * serves: model/inos.ts). git's index records st_ino: with numbers that change at every wake, `git status`
+ * on a fresh host takes every tracked file for modified and reads all of them from the store.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,13 +13,14 @@ after(() => h.cleanup());
 test('a file keeps its inode number across hosts, and git status on a fresh host reads no file content', async () => {
   const mnt1 = await h.mount({ host: 'one' });
   await shOk(`cd ${mnt1} && mkdir -p repo/src && cd repo && git init -q && for i in $(seq 1 150); do head -c 20000 /dev/urandom | base64 > src/f$i.txt; done && ln src/f1.txt hard && git add -A && git -c user.email=a@b -c user.name=a commit -qm init`);
+  // Files created in a session get numbers of the created range, which the seal records: their creator and
+  // every host after it serve the same ones.
+  const stat = (mnt: string): Promise<string> => shOk(`cd ${mnt}/repo && stat -c '%i %n' src/f2.txt src/f150.txt hard . src && ls -i src | sed -n '2,4p'`);
+  const first = await stat(mnt1);
   await h.sleep(mnt1);
 
-  // Files created in a session are numbered by the journal's counter, so the first host to wake them
-  // differs from their creator; it rewrites git's index (git status refreshes it), and from then on every
-  // host derives the same numbers.
-  const stat = (mnt: string): Promise<string> => shOk(`cd ${mnt}/repo && stat -c '%i %n' src/f2.txt src/f150.txt . src && ls -i src | sed -n '2,4p'`);
   const mnt2 = await h.mount({ host: 'two' });
+  assert.equal(await stat(mnt2), first, 'the creator\'s inode numbers on the next host');
   assert.equal((await shOk(`cd ${mnt2}/repo && git status --porcelain`)).trim(), '', 'nothing changed');
   const before = await stat(mnt2);
   await h.sleep(mnt2);

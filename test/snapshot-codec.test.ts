@@ -94,9 +94,12 @@ test('unsorted or duplicate names, counts, truncation and trailing bytes are rej
   assertFormatError(() => decodeTree(two.subarray(0, two.length - 1)), /truncated/);
   assertFormatError(() => decodeTree(Buffer.concat([two, Buffer.from([0])])), /trailing/);
   assertFormatError(() => decodeTree(Buffer.from('HFTX\x01')), /bad magic/);
-  const v3 = Buffer.from(two);
-  v3[4] = 3;
-  assertFormatError(() => decodeTree(v3), /unsupported tree version 3/);
+  const v4 = Buffer.from(two);
+  v4[4] = 4;
+  assertFormatError(() => decodeTree(v4), /unsupported tree version 4 .*upgrade homefs/);
+  const v0 = Buffer.from(two);
+  v0[4] = 0;
+  assertFormatError(() => decodeTree(v0), /unsupported tree version 0/);
   const kind = Buffer.from(two);
   kind[9] = 9;
   assertFormatError(() => decodeTree(kind), /unknown kind code 9/);
@@ -178,4 +181,32 @@ test('link counts are written as version 2 and read back; trees without them sta
   assert.equal(plain[4], 1);
   assert.equal(decodeTree(plain).entries[0]?.nlink, undefined);
   assertFormatError(() => encodeTree({ entries: [{ ...base, name: 'a', nlink: 0 }] }), /link count/);
+});
+
+test('inode numbers are written as version 3 and read back; out-of-range, counter-range or missing ones are rejected', () => {
+  const base = { kind: 'file' as const, mode: 0o644, uid: 0, gid: 0, size: 0, mtimeNs: 1n, ctimeNs: 1n, blocks: [] };
+  const pushed = 2 ** 52 + 123_456;
+  const enc = encodeTree({ entries: [{ ...base, name: 'a', ino: pushed }, { ...base, name: 'b' }, { ...base, name: 'c', link: 1, nlink: 2, ino: 2 ** 53 - 1 }] });
+  assert.equal(enc[4], 3);
+  const t = decodeTree(enc);
+  assert.deepEqual(t.entries.map((e) => e.ino), [pushed, undefined, 2 ** 53 - 1]);
+  assert.equal(t.entries[2]?.nlink, 2);
+  assert.ok(encodeTree(t).equals(enc));
+  // Where entry a's inode number sits: after kind, name, mode, uid, gid, size, mtime, ctime, link, nlink.
+  const inoAt = ENTRY_NAME_OFFSET + 1 + 2 + 4 + 4 + 8 + 8 + 8 + 4 + 4;
+  assert.equal(enc.readBigUInt64LE(inoAt), BigInt(pushed));
+  const counter = Buffer.from(enc);
+  counter.writeBigUInt64LE(5n, inoAt);
+  assertFormatError(() => decodeTree(counter), /inode number 5 out of range/);
+  const huge = Buffer.from(enc);
+  huge.writeBigUInt64LE(2n ** 53n, inoAt);
+  assertFormatError(() => decodeTree(huge), /exceeds 2\^53-1/);
+  const none = encodeTree({ entries: [{ ...base, name: 'a', nlink: 1, link: 1 }] });
+  assert.equal(none[4], 2);
+  // A version 3 tree whose entries record no inode number is not canonical (version 2 writes it).
+  const padded = Buffer.concat([none.subarray(0, ENTRY_NAME_OFFSET + 1 + 2 + 4 + 4 + 8 + 8 + 8 + 4 + 4 - 1), Buffer.alloc(8), none.subarray(ENTRY_NAME_OFFSET + 1 + 2 + 4 + 4 + 8 + 8 + 8 + 4 + 4 - 1)]);
+  padded[4] = 3;
+  assertFormatError(() => decodeTree(padded), /without any inode number/);
+  assertFormatError(() => encodeTree({ entries: [{ ...base, name: 'a', ino: 2 ** 40 - 1 }] }), /inode number/);
+  assertFormatError(() => encodeTree({ entries: [{ ...base, name: 'a', ino: 2 ** 41 + 0.5 }] }), /inode number/);
 });

@@ -36,6 +36,24 @@ test('tree-v1.bin decodes to the documented entries and re-encodes to the same b
   assert.ok(encodeTree(t).equals(bytes));
 });
 
+test('tree-v3.bin (inode numbers) decodes to the documented entries and re-encodes to the same bytes', () => {
+  const bytes = readFileSync(new URL('tree-v3.bin', dir));
+  const hash = '757ab8bd4a66654c468fc91de1b4588bac695551e929dab1f7b9982554c5c24a';
+  assert.equal(hashBuffer(bytes), hash);
+  assert.equal(bytes[4], 3);
+  const t = decodeTree(bytes, hash);
+  assert.deepEqual(
+    t.entries.map((e) => [e.name, e.ino]),
+    [['README.md', 2 ** 52 + 1_234_567], ['hard1', 2 ** 52 + 2 ** 51 + 42], ['hard2', 2 ** 52 + 2 ** 51 + 42], ['lib', 2 ** 52 + 1_234_568], ['old', undefined], ['renamed', 2 ** 40 + 99]],
+  );
+  const [, h1, , lib] = t.entries;
+  assert.equal(h1?.link, 1);
+  assert.equal(h1?.nlink, 2);
+  assert.equal(lib?.kind, 'dir');
+  assert.equal(lib?.nlink, 3);
+  assert.ok(encodeTree(t).equals(bytes));
+});
+
 test('snapshot-v1.json decodes and its id is the hash of its bytes', () => {
   const bytes = readFileSync(new URL('snapshot-v1.json', dir));
   assert.equal(hashBuffer(bytes), SNAPSHOT_ID);

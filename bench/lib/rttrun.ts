@@ -73,6 +73,9 @@ async function runOn(ctx: Ctx, rtts: number[], command: string, note: string | u
     } catch (e) {
       for (const rtt of rtts) run_.s.fail(failKey('rclone', rtt, 'firstsync'), e instanceof Error ? e.message : String(e));
     }
+    // storePlain's `cp -al` changed every file's ctime: refresh the checkout's git index, as an agent's own
+    // `git status` keeps it, so the pushed home's index matches its files (every system gets the same one).
+    await bash(`git -C ${q(join(root, RESUME.repo))} update-index -q --refresh || true`);
     for (let r = 0; r < ctx.sizes.rounds; r++) {
       for (const rtt of rtts) {
         const proxy = new LatencyProxy(c.host, c.port, rtt);

@@ -47,6 +47,7 @@ export function entryJson(path: string, e: TreeEntry): Record<string, unknown> {
     ctime: nsToIso(e.ctimeNs),
     ...(e.target !== undefined ? { target: e.target } : {}),
     ...(e.link !== undefined ? { link: e.link } : {}),
+    ...(e.ino !== undefined ? { ino: e.ino } : {}),
     ...(e.blocks !== undefined ? { blocks: e.blocks.length } : {}),
     ...(e.xattrs ? { xattrs: Object.fromEntries(e.xattrs.map(([n, v]) => [n, v.toString('base64')])) } : {}),
   };

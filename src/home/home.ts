@@ -251,14 +251,18 @@ export class MountedHome {
         budgetBytes: remote ? defaults.cache.neighbourBudgetBytes : 0,
         subtreeBudgetBytes: remote ? defaults.cache.subtreeBudgetBytes : 0,
       });
-      const content = new Content(journal, upper, blocks, { ...contentOpts, neighbours });
+      // A cold read of a small file goes to the neighbour prefetch and to the git-index prefetch (set below).
+      let git: GitIndexPrefetch | undefined;
+      const coldReads = { wants: (size: number) => neighbours.wants(size), coldRead: (ino: number) => { neighbours.coldRead(ino); git?.coldRead(ino); } };
+      const content = new Content(journal, upper, blocks, { ...contentOpts, neighbours: coldReads });
       content.usedBytes = Content.seedUsedBytes(journal);
       const view = new HomeView(journal, trees);
       if (remote) {
-        const git = new GitIndexPrefetch(view, {
+        const g = new GitIndexPrefetch(view, {
           get: (h) => cache.get('block', h), has: (h) => cache.has('block', h), prefetch: (hs) => cache.prefetch('block', hs),
         }, { maxFileBytes: defaults.cache.neighbourFileBytes, budgetBytes: defaults.cache.subtreeBudgetBytes });
-        view.onLookup = (parent, name, node) => git.lookedUp(parent, name, node);
+        view.onLookup = (parent, name, node) => g.lookedUp(parent, name, node);
+        git = g;
       }
       view.onReclaim = (node) => void content.reclaim(node).catch((e: unknown) => log.warn({ op: 'reclaim', ino: node.ino, err: errorMessage(e) }, 'cannot remove the upper file of a deleted file'));
       const ra = choice.rootAttrs;

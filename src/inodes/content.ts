@@ -28,7 +28,7 @@ import {
   allLocal, canInline, changed, copiedUp, emptyContent, hasUpper, inlined, isLocal, localBlocks, sealPlan,
   sealed as sealedState, spilled, type FileContent, type InlineContent, type SealBlock, type SealedBlocks,
 } from './filestate.js';
-import { isDerivedIno, type Journal } from './journal.js';
+import type { Journal } from './journal.js';
 import type { Inode } from './types.js';
 import type { UpperFiles } from './upper.js';
 import { MAX_FILE_BYTES } from '../config.js';
@@ -71,8 +71,8 @@ export interface ContentOptions {
    * setattr when it writes the inode back (close, fsync, syncfs): content changes then leave times alone.
    */
   kernelOwnsTimes?: boolean;
-  /** Prefetches a directory's small files when one of them is read cold (neighbours.ts). */
-  neighbours?: NeighbourPrefetch;
+  /** Prefetches a directory's small files when one of them is read cold (neighbours.ts; home.ts adds others). */
+  neighbours?: Pick<NeighbourPrefetch, 'wants' | 'coldRead'>;
 }
 
 /** Early hashes of one file's whole blocks (by index), and how many changes dropped one since its last seal. */
@@ -550,8 +550,8 @@ export class Content {
     const c = node.content;
     if (c?.state === 'inline') {
       this.dropInline(c);
-      // A counter-allocated number never had an upper file while inline; a derived one may have met one.
-      if (!isDerivedIno(node.ino)) return Promise.resolve();
+      // A file this journal created never had an upper file while inline; one loaded from a tree may have.
+      if (this.journal.handedOut(node.ino)) return Promise.resolve();
     }
     return this.upper.remove(node.ino);
   }

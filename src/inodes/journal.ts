@@ -22,20 +22,15 @@ import { fromLegacy, type LegacyContentFields } from './filestate.js';
 import type { Inode } from './types.js';
 import { ROOT_INO } from './types.js';
 import { hashBuffer } from '../hash/blake3.js';
+import { CREATED_INO_BASE, createdIno, DERIVED_INO_BASE, HALF_SPAN, isPortableIno, PUSHED_INO_BASE } from '../model/inos.js';
 
-/** Derived inode numbers live in [2^40, 2^52): above any counter, exact in a JS number. */
-const STABLE_INO_BASE = 2 ** 40;
-const STABLE_INO_SPAN = 2 ** 52 - 2 ** 40;
+/** The derived range (model/inos.ts): [2^40, 2^52). */
+const STABLE_INO_SPAN = PUSHED_INO_BASE - DERIVED_INO_BASE;
 
 /** The inode number derived from `key` (see allocIno). */
 export function stableIno(key: string): number {
   const h = Number.parseInt(hashBuffer(Buffer.from(key, 'utf8')).slice(0, 13), 16); // 52 bits
-  return STABLE_INO_BASE + (h % STABLE_INO_SPAN);
-}
-
-/** Whether `ino` was derived (stableIno) rather than taken from the counter. */
-export function isDerivedIno(ino: number): boolean {
-  return ino >= STABLE_INO_BASE;
+  return DERIVED_INO_BASE + (h % STABLE_INO_SPAN);
 }
 
 /** The key of a child's derived inode number: its parent's inode and its name. */
@@ -250,17 +245,49 @@ export class Journal {
   }
 
   /**
-   * A new inode number. With `stable` (what names the file the same way on every host: its parent's inode
-   * and its name, or its hard-link id), the number is derived from it, so a home woken on another host
-   * shows the same st_ino for the same path and tools that compare inode numbers (git's index) do not
-   * take every file for changed; a number in use falls back to the counter, whose range is disjoint.
+   * The inode number of an entry loaded from a tree: the number the tree recorded (`recorded`, served on
+   * the hosts before) when no inode of this mount has it, else one derived from `stable` (what names the
+   * entry the same way on every host: its parent's number and its name, or its hard-link id), else the
+   * counter's. A number in use is never handed out again (so no two inodes of a mount share one).
    */
-  allocIno(stable?: string): number {
+  allocIno(stable?: string, recorded?: number): number {
+    if (recorded !== undefined && isPortableIno(recorded) && this.get(recorded) === undefined) return recorded;
     if (stable !== undefined) {
       const ino = stableIno(stable);
       if (this.get(ino) === undefined) return ino;
     }
-    if (this.nextIno >= STABLE_INO_BASE) throw new Error('inode counter exhausted');
+    return this.counterIno();
+  }
+
+  /**
+   * The number of a file created in this mount: from the created range (model/inos.ts), which trees record
+   * and other hosts serve again. One journal never hands a number out twice, so an unlinked file's upper
+   * data that is still being removed never meets a new file's. Falls back to the counter if it is in use.
+   */
+  createdIno(): number {
+    const n = this.counterIno();
+    let base = this.getMeta<number>('createdInoBase');
+    if (base === undefined) {
+      base = Math.floor(Math.random() * HALF_SPAN);
+      this.setMeta('createdInoBase', base);
+    }
+    const ino = createdIno(base, n);
+    return this.get(ino) === undefined ? ino : n;
+  }
+
+  /**
+   * Whether this journal handed `ino` out to a file it created (its counter, or its created range up to
+   * its counter): such a number never had another holder here. A number loaded from a tree may have.
+   */
+  handedOut(ino: number): boolean {
+    if (ino < DERIVED_INO_BASE) return true;
+    const base = this.getMeta<number>('createdInoBase');
+    if (base === undefined || ino < CREATED_INO_BASE) return false;
+    return (((ino - CREATED_INO_BASE - base) % HALF_SPAN) + HALF_SPAN) % HALF_SPAN < this.nextIno;
+  }
+
+  private counterIno(): number {
+    if (this.nextIno >= DERIVED_INO_BASE) throw new Error('inode counter exhausted');
     const ino = this.nextIno++;
     this.setMeta('nextIno', this.nextIno);
     return ino;

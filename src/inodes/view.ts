@@ -103,7 +103,7 @@ export class HomeView {
           const other = this.get(ino);
           this.journal.update(ino, { parents: [...other.parents, d.ino] });
         } else {
-          ino = this.journal.allocIno(e.link !== undefined ? `link:${e.link}` : childKey(d.ino, e.name));
+          ino = this.journal.allocIno(e.link !== undefined ? `link:${e.link}` : childKey(d.ino, e.name), e.ino);
           this.journal.put(inodeFromEntry(ino, e, d.ino));
           if (e.link !== undefined) this.journal.setLinkIno(e.link, ino);
         }
@@ -193,7 +193,7 @@ export class HomeView {
     if (this.journal.child(parent, name) !== undefined) throw fsErr(E.EEXIST);
     const now = nowNs();
     return this.journal.txn(() => {
-      const ino = this.journal.allocIno(); // not derived: a number must never be reused while its upper file may linger
+      const ino = this.journal.createdIno(); // never one this mount had before: its upper file may linger
       const gid = p.mode & 0o2000 ? p.gid : n.gid;
       let mode = n.mode & 0o7777;
       if (n.kind === 'dir' && p.mode & 0o2000) mode |= 0o2000;

@@ -4,6 +4,7 @@
  * what its size means, how hard links and directory link counts are recorded) exist exactly once and
  * always satisfy the codec's validation (snapshot/codec.ts).
  */
+import { isPortableIno } from './inos.js';
 import type { EntryKind, TreeEntry } from './tree.js';
 
 /** What every entry records about its inode, whatever it was read from. */
@@ -32,6 +33,8 @@ export interface EntryContent {
   link?: number | undefined;
   /** Hard links: how many names the inode has; directories: 2 + subdirectories. */
   nlink?: number | undefined;
+  /** The inode number served for it (recorded only when portable: model/inos.ts). */
+  ino?: number | undefined;
 }
 
 export function treeEntry(name: string, a: EntryAttrs, c: EntryContent): TreeEntry {
@@ -64,5 +67,6 @@ export function treeEntry(name: string, a: EntryAttrs, c: EntryContent): TreeEnt
     e.link = c.link;
     if (c.nlink !== undefined) e.nlink = c.nlink;
   }
+  if (c.ino !== undefined && isPortableIno(c.ino)) e.ino = c.ino;
   return e;
 }

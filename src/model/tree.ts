@@ -32,6 +32,11 @@ export interface TreeEntry {
   nlink?: number;
   /** Device number for chardev/blockdev. */
   rdev?: number;
+  /**
+   * The inode number to serve for this entry (tree version 3; model/inos.ts): recorded by push and seal so
+   * that every host serves the same st_ino (git's index compares it). Never a counter-range number.
+   */
+  ino?: number;
 }
 
 export interface Tree {

@@ -13,6 +13,8 @@
  * written last, once all have landed (commitSnapshot): two round trips at any depth, not one per level.
  * Each file is captured under its content lock, so at one instant, and recorded as sealed only once its
  * blocks have landed; anything changed while the seal runs stays in the change set for the next one.
+ * Every entry records the inode number the mount serves for it, unless it is a counter number
+ * (model/inos.ts): the next host serves the same ones.
  */
 import { hashBuffer } from '../hash/blake3.js';
 import type { Content } from '../inodes/content.js';
@@ -306,8 +308,8 @@ async function sealDir(d: SealDeps, ino: number, path: string, t: Tally, walk: W
 }
 
 async function entryFor(d: SealDeps, name: string, node: Inode, path: string, t: Tally, walk: Walk): Promise<TreeEntry> {
-  if (node.kind === 'dir') return treeEntry(name, node, { tree: await sealDir(d, node.ino, path, t, walk), nlink: node.nlink });
-  if (node.kind !== 'file') return treeEntry(name, node, linkOf(node));
+  if (node.kind === 'dir') return treeEntry(name, node, { tree: await sealDir(d, node.ino, path, t, walk), nlink: node.nlink, ino: node.ino });
+  if (node.kind !== 'file') return treeEntry(name, node, { ...linkOf(node), ino: node.ino });
   t.stats.files++;
   let p = walk.memo.get(node.ino);
   if (!p) {
@@ -318,7 +320,7 @@ async function entryFor(d: SealDeps, name: string, node: Inode, path: string, t:
   // The capture may have waited for writes queued before it: take the times they left.
   const fresh = d.journal.get(node.ino) ?? node;
   t.stats.bytes += size;
-  return treeEntry(name, { ...fresh, size }, { blocks, ...linkOf(fresh) });
+  return treeEntry(name, { ...fresh, size }, { blocks, ...linkOf(fresh), ino: fresh.ino });
 }
 
 /** A hard-linked inode's link identity (kept from its snapshot, or assigned by `link`). */

@@ -1,8 +1,8 @@
 /**
  * Deterministic, versioned byte encodings of trees and snapshots (specified in docs/format.md).
  *
- * A tree is a compact little-endian binary record (magic `HFTR`, version 2; version 1, without link
- * counts, is still read and is written when no entry needs one) because homes hold large directories and
+ * A tree is a compact little-endian binary record (magic `HFTR`; the lowest version that holds its entries
+ * is written: 1 without link counts, 2 with them, 3 with inode numbers too) because homes hold large directories and
  * trees are hashed and fetched on the read path; a snapshot is canonical JSON (version 1) because it is
  * small and worth reading by eye. Both encodings are canonical: one value has exactly one
  * encoding, and decoding re-checks that (a non-canonical object is rejected), so the hash of an object is
@@ -14,12 +14,14 @@
  */
 import { FormatError } from '../util/errors.js';
 import { blockRanges } from '../hash/blake3.js';
+import { isPortableIno } from '../model/inos.js';
 import type { EntryKind, Snapshot, Tree, TreeEntry } from '../model/tree.js';
 
 export const TREE_MAGIC = Buffer.from('HFTR', 'latin1');
-/** Version written when any entry records a link count (v1 has no `nlink` field; both are read). */
-export const TREE_VERSION = 2;
+/** Version written when any entry records an inode number (v2 has no `ino` field, v1 no `nlink` either; all are read). */
+export const TREE_VERSION = 3;
 const TREE_VERSION_V1 = 1;
+const TREE_VERSION_V2 = 2;
 export const SNAPSHOT_VERSION = 1;
 
 export const MAX_ENTRIES = 1_000_000;
@@ -76,6 +78,7 @@ export function validateEntry(e: TreeEntry, what = 'tree'): void {
     if (e.kind === 'dir') bad('a directory cannot be a hard link');
   }
   if (e.nlink !== undefined && (!Number.isInteger(e.nlink) || e.nlink < 1 || e.nlink > U32)) bad(`link count ${e.nlink} out of range`);
+  if (e.ino !== undefined && !isPortableIno(e.ino)) bad(`inode number ${e.ino} out of range 2^40..2^53-1`);
   const has = { blocks: e.blocks !== undefined, tree: e.tree !== undefined, target: e.target !== undefined, rdev: e.rdev !== undefined };
   const expect = { blocks: e.kind === 'file', tree: e.kind === 'dir', target: e.kind === 'symlink', rdev: e.kind === 'chardev' || e.kind === 'blockdev' };
   for (const k of Object.keys(has) as Array<keyof typeof has>) {
@@ -231,9 +234,9 @@ class Reader {
 export function encodeTree(tree: Tree): Buffer {
   validateTree(tree, 'tree to encode');
   const w = new Writer();
-  const v2 = tree.entries.some((e) => e.nlink !== undefined);
+  const version = tree.entries.some((e) => e.ino !== undefined) ? TREE_VERSION : tree.entries.some((e) => e.nlink !== undefined) ? TREE_VERSION_V2 : TREE_VERSION_V1;
   w.bytes(TREE_MAGIC);
-  w.u8(v2 ? TREE_VERSION : TREE_VERSION_V1);
+  w.u8(version);
   w.u32(tree.entries.length);
   for (const e of tree.entries) {
     const name = Buffer.from(e.name, 'utf8');
@@ -247,7 +250,8 @@ export function encodeTree(tree: Tree): Buffer {
     w.i64(e.mtimeNs);
     w.i64(e.ctimeNs);
     w.u32(e.link ?? 0);
-    if (v2) w.u32(e.nlink ?? 0);
+    if (version >= TREE_VERSION_V2) w.u32(e.nlink ?? 0);
+    if (version >= TREE_VERSION) w.u64(e.ino ?? 0);
     switch (e.kind) {
       case 'file':
         for (const h of e.blocks ?? []) w.bytes(Buffer.from(h, 'hex'));
@@ -288,11 +292,12 @@ export function decodeTree(buf: Buffer, hashForErrors?: string): Tree {
   if (buf.length < 4 || !buf.subarray(0, 4).equals(TREE_MAGIC)) throw new FormatError(what, 'not a tree (bad magic)');
   r.bytes(4);
   const version = r.u8();
-  if (version !== TREE_VERSION && version !== TREE_VERSION_V1) throw new FormatError(what, `unsupported tree version ${version} (this homefs reads versions ${TREE_VERSION_V1} and ${TREE_VERSION})`);
+  if (version < TREE_VERSION_V1 || version > TREE_VERSION) throw new FormatError(what, `unsupported tree version ${version} (this homefs reads versions ${TREE_VERSION_V1} to ${TREE_VERSION}): upgrade homefs`);
   const count = r.u32();
   if (count > MAX_ENTRIES) throw new FormatError(what, `${count} entries, more than ${MAX_ENTRIES}`);
-  // Every entry takes at least 44 bytes: reject absurd counts before allocating anything for them.
-  if (count * 44 > r.remaining) throw new FormatError(what, `${count} entries cannot fit in ${r.remaining} bytes`);
+  // Every entry takes at least 44 bytes (48 in v2, 56 in v3): reject absurd counts before allocating anything for them.
+  const minEntry = 44 + (version >= TREE_VERSION_V2 ? 4 : 0) + (version >= TREE_VERSION ? 8 : 0);
+  if (count * minEntry > r.remaining) throw new FormatError(what, `${count} entries cannot fit in ${r.remaining} bytes`);
   const entries: TreeEntry[] = [];
   for (let i = 0; i < count; i++) {
     const code = r.u8();
@@ -308,10 +313,12 @@ export function decodeTree(buf: Buffer, hashForErrors?: string): Tree {
     const mtimeNs = r.i64();
     const ctimeNs = r.i64();
     const link = r.u32();
-    const nlink = version === TREE_VERSION ? r.u32() : 0;
+    const nlink = version >= TREE_VERSION_V2 ? r.u32() : 0;
+    const ino = version >= TREE_VERSION ? r.u64() : 0;
     const e: TreeEntry = { name, kind, mode, uid, gid, size, mtimeNs, ctimeNs };
     if (link !== 0) e.link = link;
     if (nlink !== 0) e.nlink = nlink;
+    if (ino !== 0) e.ino = ino;
     switch (kind) {
       case 'file': {
         const n = blockRanges(size).length;
@@ -352,6 +359,7 @@ export function decodeTree(buf: Buffer, hashForErrors?: string): Tree {
     entries.push(e);
   }
   if (r.remaining !== 0) throw new FormatError(what, `${r.remaining} trailing bytes`);
+  if (version === TREE_VERSION && !entries.some((e) => e.ino !== undefined)) throw new FormatError(what, `version ${TREE_VERSION} without any inode number (not canonical)`);
   const tree = { entries };
   validateTree(tree, what);
   return tree;

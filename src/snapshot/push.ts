@@ -14,7 +14,10 @@
  * again: its block list is reused (`rehash` turns this off). Everything else is hashed.
  *
  * Hard links (same dev:ino inside the tree) share one `link` id, assigned in depth-first name order so the
- * same tree always encodes the same way. A file that changes while it is hashed is re-read (up to 3 times).
+ * same tree always encodes the same way. Every entry on the pushed directory's device records the inode
+ * number a mount serves for it (model/inos.ts, `pushedIno`): st_ino's low 32 bits, as git's index keeps
+ * them, so `git status` on a woken home finds its index clean without reading the files. A file that
+ * changes while it is hashed is re-read (up to 3 times).
  * Sockets are skipped (they mean nothing on another host) and counted in `skipped`.
  *
  * What cannot be read (permission denied) does not stop the push, as in restic: an unreadable file is left
@@ -31,6 +34,7 @@ import type { Store } from '../store/store.js';
 import { mapLimit, Semaphore } from '../util/concurrency.js';
 import { UserError } from '../util/errors.js';
 import { treeEntry } from '../model/entry.js';
+import { pushedIno } from '../model/inos.js';
 import { compareNames, nameProblem } from './codec.js';
 import { Excludes } from './excludes.js';
 import { commitSnapshot } from './commit.js';
@@ -165,6 +169,8 @@ class Pusher {
     private readonly opts: PushOptions,
     private readonly parentRoot: string | null,
     private readonly pool: HashPool,
+    /** The pushed directory's device: only its entries' inode numbers are recorded (another file system's may repeat). */
+    private readonly rootDev: bigint,
   ) {
     this.excludes = new Excludes(opts.excludes ?? []);
   }
@@ -394,8 +400,9 @@ class Pusher {
 
   entry(n: Node): TreeEntry {
     const attrs = { kind: n.kind, mode: Number(n.st.mode), uid: Number(n.st.uid), gid: Number(n.st.gid), size: n.size, mtimeNs: n.st.mtimeNs, ctimeNs: n.st.ctimeNs, xattrs: n.xattrs, target: n.target, rdev: Number(n.st.rdev) };
-    if (n.kind === 'dir') return treeEntry(n.name, attrs, { tree: n.tree, nlink: 2 + (n.children ?? []).filter((c) => c.kind === 'dir' && !c.vanished).length });
-    return treeEntry(n.name, attrs, { blocks: n.blocks, link: n.link, nlink: n.link !== undefined ? n.linkCount : undefined });
+    const ino = n.st.dev === this.rootDev ? pushedIno(n.st.ino) : undefined;
+    if (n.kind === 'dir') return treeEntry(n.name, attrs, { tree: n.tree, nlink: 2 + (n.children ?? []).filter((c) => c.kind === 'dir' && !c.vanished).length, ino });
+    return treeEntry(n.name, attrs, { blocks: n.blocks, link: n.link, nlink: n.link !== undefined ? n.linkCount : undefined, ino });
   }
 
   emit(): void {
@@ -468,7 +475,7 @@ export async function pushDirectory(dir: string, store: Store, org: string, home
   const root: Node = { name: '', rel: '', abs, kind: 'dir', st: rootSt, depth: 0, size: 0 };
   const pool = new HashPool();
   try {
-    const p = new Pusher(objects, opts, parentRoot, pool);
+    const p = new Pusher(objects, opts, parentRoot, pool, rootSt.dev);
     return await pushWith({ p, root, store, objects, org, home, head, opts, t0, fence, since });
   } finally {
     await pool.close();
