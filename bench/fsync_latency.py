@@ -14,6 +14,7 @@ With --sustained S (seconds), then: --writers threads each write 4 KiB + fsync a
 while another thread forces seals (`homefs sync` after writing 256 KiB unsynced) back to back; it prints
 p50/p99/max of those fsyncs, of the fsyncs that overlapped a forced seal, and the seals' durations.
 Usage: bench/fsync_latency.py [--homefs DIR] [--latency-ms 20] [--rounds 20] [--label TEXT] [--sustained S] [--writers 4] [--only-sustained]
+       [--daemon-log FILE]
 (--homefs: a homefs checkout with dist/ built; default this one, so two builds can be compared.)"""
 import argparse
 import os
@@ -136,6 +137,7 @@ def main():
     ap.add_argument('--sustained', type=float, default=0, help='seconds of fsync load with forced seals (0: skip)')
     ap.add_argument('--writers', type=int, default=4)
     ap.add_argument('--only-sustained', action='store_true', help='skip the single-workload timings')
+    ap.add_argument('--daemon-log', default='', help='mount with --log-level debug and copy the daemon log here (fsync and seal phases)')
     ap.add_argument('--trace', action='store_true', help='print the requests of one deep fsync (start offset, method, path)')
     a = ap.parse_args()
     s3 = os.environ.get('HOMEFS_TEST_S3_URL')
@@ -156,7 +158,7 @@ def main():
         p = subprocess.run(['node', '--input-type=module', '-e', PUT_JS, dist, url, str(a.rounds)], capture_output=True, text=True, check=True)
         import json
         res['put'] = statistics.median(json.loads(p.stdout))
-        subprocess.run([homefs, 'mount', 'bench/fsync', mnt, '--store', url, '--cache-dir', cache, '--state-dir', state, '--fsync', 'store'],
+        subprocess.run([homefs, 'mount', 'bench/fsync', mnt, '--store', url, '--cache-dir', cache, '--state-dir', state, '--fsync', 'store'] + (['--log-level', 'debug'] if a.daemon_log else []),
                        check=True, capture_output=True, timeout=120)
         data = os.urandom(4096)
         write_fsync(os.path.join(mnt, 'warm'), data)
@@ -225,6 +227,8 @@ def main():
         subprocess.run([homefs, 'sleep', mnt], capture_output=True, timeout=120)
         subprocess.run(['fusermount3', '-u', mnt], capture_output=True)
         proxy.stop()
+        if a.daemon_log:
+            subprocess.run(['cp', os.path.join(state, 'daemon.log'), a.daemon_log])
         subprocess.run(['rm', '-rf', work])
     report(a, res)
 

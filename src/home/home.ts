@@ -128,15 +128,19 @@ export class MountedHome {
   /** Logs of older generations may exist (from before this mount): the next seal deletes their segments. */
   private oldLogs = true;
   /**
-   * The seal running now, when fsyncs may go to its log tail meanwhile (docs/decisions.md "fsync during a
-   * seal"): segments of its base generation `gen` from `seq` on; `walked` resolves with the seal's dedupe
-   * record once it has captured every file (null if it ended before).
+   * The seal running now (docs/decisions.md "fsync during a seal"): no ordinary segment starts meanwhile.
+   * With `tail`, fsyncs go to its log tail: segments of its base generation `gen` from `seq` on; `walked`
+   * resolves with the seal's dedupe record once it has captured every file (null if it ended before).
+   * `done` resolves when it has ended.
    */
-  private sealing: { gen: number; seq: number; walked: Promise<ReuseLog | null> } | null = null;
-  /** Group commit of the segments written while a seal runs, one at a time (true: the fsync is in the log). */
-  private readonly tailer: Sealer<boolean>;
-  /** The last tail segment started (settled when it landed or failed): the next seal or segment captures after it. */
-  private tailWrite: Promise<void> = Promise.resolve();
+  private sealing: { gen: number; seq: number; tail: boolean; walked: Promise<ReuseLog | null>; done: Promise<void> } | null = null;
+  /**
+   * Group commit of fsyncs into log segments, one segment at a time: fsyncs that arrive while one is in
+   * flight form the next (true: the fsync is in the log; false: it needs a seal).
+   */
+  private readonly segmenter: Sealer<boolean>;
+  /** The last segment started (settled when it landed or failed): a seal captures only after it. */
+  private logWrite: Promise<void> = Promise.resolve();
 
   private constructor(
     readonly cfg: MountConfig,
@@ -155,7 +159,7 @@ export class MountedHome {
     private readonly hooks: HomeHooks,
   ) {
     this.sealer = new Sealer((reason) => this.sealNow(reason));
-    this.tailer = new Sealer(() => this.tailNow());
+    this.segmenter = new Sealer(() => this.segmentNow());
     this.capacity = new Capacity(paths.stateDir, cfg.quotaBytes, () => content.usedBytes);
     this.cacheMetrics = new CacheMetricsMirror(cache, hooks.metrics);
     hooks.metrics.bindDirtyBytes(() => dirtyTotals(journal).bytes);
@@ -394,15 +398,41 @@ export class MountedHome {
   }
 
   /**
-   * An fsync's one round trip: a log segment with everything changed since the last seal. False when that
-   * is too much for a segment (the caller seals instead).
+   * One run of the fsync group commit: a segment of the log, else (false) the fsyncs need a seal. While a
+   * seal runs, its log tail, once it has captured everything; when it cannot take one, after the seal.
    */
-  private async logNow(l: { gen: number; nextSeq: number }, writer: string): Promise<boolean> {
+  private async segmentNow(): Promise<boolean> {
+    for (;;) {
+      if (!this.lease || this.fenced) return false; // the seal says why
+      const s = this.sealing;
+      if (s) {
+        if (s.tail && (await this.tailNow(s, this.lease))) return true;
+        await s.done;
+        continue;
+      }
+      const l = this.logReady();
+      if (!l) return false;
+      // Taken in the same tick as the look at `sealing`: a seal that starts later numbers its tail after it.
+      const seq = l.nextSeq++;
+      if (!(await this.logNow(l, seq, this.lease))) return false;
+      // Absorb the log in the background before it is full; fsyncs meanwhile go to its tail.
+      if (this.logSegments * 2 >= defaults.logMaxSegments || this.logBytes * 2 >= defaults.logMaxBytes) setImmediate(() => this.sealer.request('absorb').catch(() => undefined));
+      return true;
+    }
+  }
+
+  /**
+   * An fsync's one round trip: a log segment `seq` with everything changed since the last seal. False when
+   * that is too much for a segment (the caller seals instead).
+   */
+  private async logNow(l: { gen: number; nextSeq: number }, seq: number, lease: Lease): Promise<boolean> {
     const started = Date.now();
-    if (this.lease && !(await this.lease.confirmed())) throw new UserError('this mount cannot confirm its lease (lost to another host, or the store is unreachable): its fsync is not in the store');
-    const seq = l.nextSeq++; // never reused, even after a failure (the entry may exist with this mount's bytes)
+    const write = this.tracked(async () => {
+      if (!(await lease.confirmed())) throw new UserError('this mount cannot confirm its lease (lost to another host, or the store is unreachable): its fsync is not in the store');
+      return sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: lease.token }, 'fsync', defaults.logMaxBytes);
+    });
     try {
-      const r = await sealToLog(this.sealDeps(), { gen: l.gen, seq, writer }, 'fsync', defaults.logMaxBytes);
+      const r = await write;
       if (r) this.logged(r, started, 'log');
       return true;
     } catch (e) {
@@ -415,15 +445,22 @@ export class MountedHome {
     }
   }
 
+  /** Starts a segment's write now and makes it the one a seal waits for before it captures. */
+  private tracked<T>(write: () => Promise<T>): Promise<T> {
+    const p = write();
+    this.logWrite = p.then(() => undefined, () => undefined);
+    return p;
+  }
+
   /** A segment landed: recorded in the journal (the wake's `mine`), counted, measured. */
-  private logged(r: { gen: number; seq: number; bytes: number; durationMs: number }, started: number, kind: 'log' | 'log-tail'): void {
+  private logged(r: { gen: number; seq: number; bytes: number; durationMs: number; putMs: number }, started: number, kind: 'log' | 'log-tail'): void {
     this.journal.setMeta(LOG_SEQ, { gen: r.gen, seq: r.seq });
     this.logSegments++;
     this.logBytes = r.bytes;
     this.lastError = null;
     this.hooks.metrics.seals.inc({ reason: kind, result: 'ok' });
     this.hooks.metrics.sealSeconds.observe({ reason: kind }, (Date.now() - started) / 1000);
-    this.log.debug({ op: kind, gen: r.gen, seq: r.seq, bytes: r.bytes, ms: r.durationMs }, 'logged');
+    this.log.debug({ op: kind, gen: r.gen, seq: r.seq, bytes: r.bytes, ms: r.durationMs, putMs: r.putMs, totalMs: Date.now() - started }, 'logged');
   }
 
   private logFailed(e: unknown, gen: number, seq: number): void {
@@ -437,37 +474,44 @@ export class MountedHome {
   private async sealNow(reason: string): Promise<SealResult | null> {
     if (this.cfg.readOnly) return null;
     if (this.fenced) throw new LogFencedError(`${this.cfg.org}/${this.cfg.home}`);
-    // A seal (not an fsync's segment) takes fsyncs to its log tail from now on (they wait for its capture).
-    const tail = reason !== 'fsync' && this.lease && this.cfg.fsync === 'store' ? this.logReady() : null;
+    // Before the seal takes its place in the log: fsyncs meanwhile still go to ordinary segments.
+    if (reason !== 'fsync') await this.flushKernel();
+    // From here on no ordinary segment starts; fsyncs go to this seal's log tail (once it has captured), or wait for it.
+    const l = this.lease && this.cfg.fsync === 'store' ? this.logReady() : null;
+    const base = this.journal.base().gen;
     let walked: (r: ReuseLog | null) => void = () => undefined;
-    const sealing = tail && this.journal.base().gen === tail.gen ? { gen: tail.gen, seq: tail.nextSeq, walked: new Promise<ReuseLog | null>((r) => (walked = r)) } : null;
-    if (sealing) this.sealing = sealing;
+    let done: () => void = () => undefined;
+    const sealing = {
+      gen: base ?? -1, seq: l?.nextSeq ?? 0, tail: l !== null && base === l.gen,
+      walked: new Promise<ReuseLog | null>((r) => (walked = r)), done: new Promise<void>((r) => (done = r)),
+    };
+    this.sealing = sealing;
     try {
-      return await this.sealOrLog(reason, sealing, walked);
+      // The segment in flight (numbered before the tail) is captured before anything this seal captures.
+      await this.logWrite;
+      return await this.runSeal(reason, sealing.tail ? sealing : null, walked);
     } finally {
       walked(null);
-      if (sealing && this.sealing === sealing) this.sealing = null;
+      if (this.sealing === sealing) this.sealing = null;
+      done();
     }
   }
 
-  private async sealOrLog(reason: string, sealing: MountedHome['sealing'], walked: (r: ReuseLog | null) => void): Promise<SealResult | null> {
-    // A segment still in flight from the last seal's tail is captured before anything this run captures.
-    await this.tailWrite;
-    if (reason !== 'fsync') await this.flushKernel();
+  private async runSeal(reason: string, sealing: MountedHome['sealing'], walked: (r: ReuseLog | null) => void): Promise<SealResult | null> {
     if (this.lease?.lost) throw new UserError('this mount lost its lease to another host; its changes stay local and are not sealed');
-    const l = reason === 'fsync' && this.lease ? this.logReady() : null;
-    if (l && this.lease && (await this.logNow(l, this.lease.token))) {
-      // Absorb the log in the background before it is full; fsyncs meanwhile go to its tail.
-      if (this.logSegments * 2 >= defaults.logMaxSegments || this.logBytes * 2 >= defaults.logMaxBytes) setImmediate(() => this.sealer.request('absorb').catch(() => undefined));
-      return null;
-    }
     const started = Date.now();
     // Until this seal commits, blocks it records as sealed may be referenced by no HEAD: no log segment may rely on them
     // (but for its tail: segments written once it has captured everything, while none relies on a deduplicated block).
     const base = this.journal.base();
     this.journal.setMeta(LOG_OK, null);
     try {
-      const r = await seal({ ...this.sealDeps(), ...(sealing ? { tail: { seq: sealing.seq, walked } } : {}) }, reason);
+      const t3 = Date.now();
+      const walkedAt = (x: ReuseLog | null): void => {
+        this.log.debug({ op: 'seal.phase', reason, captureMs: Date.now() - t3 }, 'seal captured');
+        walked(x);
+      };
+      const r = await seal({ ...this.sealDeps(), ...(sealing ? { tail: { seq: sealing.seq, walked: walkedAt } } : {}) }, reason);
+      this.log.debug({ op: 'seal.phase', reason, commitMs: Date.now() - t3 }, 'seal committed');
       this.journal.setMeta(LOG_OK, r ? r.gen : base.gen);
       // Its snapshot requires readers to know logs: from now on fsyncs may go to the log of its generation.
       if (r && this.lease && this.cfg.fsync === 'store') this.absorbed(r.gen, sealing);
@@ -513,19 +557,16 @@ export class MountedHome {
    * when it cannot be written (the seal ended first, the segment would rely on a block the seal deduplicated,
    * or it is too large): the caller then waits for the seal.
    */
-  private async tailNow(): Promise<boolean> {
-    const s = this.sealing;
+  private async tailNow(s: NonNullable<MountedHome['sealing']>, lease: Lease): Promise<boolean> {
     const l = this.logState;
-    if (!s || !l || l.gen !== s.gen || !this.lease || this.fenced || this.lease.lost) return false;
+    if (!l || l.gen !== s.gen || lease.lost) return false;
     const reuse = await s.walked;
     if (reuse === null) return false;
     const started = Date.now();
-    if (!(await this.lease.confirmed()) || this.logState !== l) return false; // (the seal may have committed meanwhile)
+    if (!(await lease.confirmed()) || this.logState !== l || this.sealing !== s) return false; // (the seal may have ended meanwhile)
     const seq = l.nextSeq++;
     try {
-      const write = sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: this.lease.token }, 'fsync', defaults.logMaxBytes, () => reuse.blocks.size === 0);
-      this.tailWrite = write.then(() => undefined, () => undefined);
-      const r = await write;
+      const r = await this.tracked(() => sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: lease.token }, 'fsync', defaults.logMaxBytes, () => reuse.blocks.size === 0));
       if (r) this.logged(r, started, 'log-tail');
       return true;
     } catch (e) {
@@ -558,12 +599,16 @@ export class MountedHome {
   }
 
   private async fsync(ino: number): Promise<void> {
+    const t0 = Date.now();
     if (ino !== 0) await this.content.sync(ino);
     if (this.cfg.fsync !== 'store') return this.journal.sync();
-    // A seal about to start (queued behind a segment) takes fsyncs to its tail once it runs, not after it.
-    for (let i = 0; i < 3 && !this.sealing && this.sealer.sealQueued; i++) await this.sealer.runningSettled();
-    if (this.sealing && (await this.tailer.request('fsync'))) return;
-    await this.sealer.request('fsync');
+    const t1 = Date.now();
+    let how = 'log';
+    if (!(await this.segmenter.request('fsync'))) {
+      how = 'seal';
+      await this.sealer.request('fsync');
+    }
+    this.log.debug({ op: 'fsync', ino, how, syncMs: t1 - t0, ms: Date.now() - t0 }, 'fsync done');
   }
 
   private async handle(req: ControlRequest): Promise<ControlReply> {

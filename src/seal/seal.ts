@@ -12,7 +12,8 @@
  * its entries), so blocks, trees and the snapshot go up in parallel as soon as each is known, and HEAD is
  * written last, once all have landed (commitSnapshot): two round trips at any depth, not one per level.
  * Each file is captured under its content lock, so at one instant, and recorded as sealed only once its
- * blocks have landed; anything changed while the seal runs stays in the change set for the next one.
+ * blocks have landed and only if unchanged since (the lock is not held meanwhile); anything changed while
+ * the seal runs stays in the change set for the next one.
  */
 import { hashBuffer } from '../hash/blake3.js';
 import type { Content } from '../inodes/content.js';
@@ -130,6 +131,8 @@ export interface LogResult {
   /** Size of the segment written. */
   bytes: number;
   durationMs: number;
+  /** Of which the segment's PUT. */
+  putMs: number;
 }
 
 /** The log entry this holder was to create exists with other bytes: another host claimed the log (takeover). */
@@ -222,8 +225,9 @@ export async function sealToLog(deps: SealDeps, target: LogTarget, reason: strin
   });
   if (!mayWrite()) throw new LogUnsafeError();
   const seg = encodeSegment({ home, gen: target.gen, seq: target.seq, writer: target.writer, snapshot, time, objects: [...collected.objects.values()] });
+  const put = Date.now();
   if (!(await createEntry(deps.objects.store, logKey(deps.objects.org, d.home, target.gen, target.seq), seg))) throw new LogFencedError(home);
-  return { snapshot, gen: target.gen, seq: target.seq, bytes: seg.length, durationMs: Date.now() - started };
+  return { snapshot, gen: target.gen, seq: target.seq, bytes: seg.length, durationMs: Date.now() - started, putMs: Date.now() - put };
 }
 
 /** What every snapshot of a mounted home requires of its readers: they must know its log. */
@@ -272,7 +276,7 @@ class Writes {
 
 interface Walk {
   /** A hard-linked file's inode is captured once: its block list, known when its bytes are hashed. */
-  memo: Map<number, Promise<{ blocks: string[]; size: number }>>;
+  memo: Map<number, Promise<{ blocks: string[]; size: number; node?: Inode }>>;
   w: Writes;
   /** False for a log segment: files stay dirty and trees are not recorded (the next seal captures them again). */
   record: boolean;
@@ -312,9 +316,9 @@ async function entryFor(d: SealDeps, name: string, node: Inode, path: string, t:
     p = sealFile(d, node.ino, t, walk.w, walk.record);
     walk.memo.set(node.ino, p);
   }
-  const { blocks, size } = await p;
-  // The capture may have waited for writes queued before it: take the times they left.
-  const fresh = d.journal.get(node.ino) ?? node;
+  const { blocks, size, node: captured } = await p;
+  // The capture may have waited for writes queued before it: take the times they left (not those of later writes).
+  const fresh = captured ?? d.journal.get(node.ino) ?? node;
   t.stats.bytes += size;
   return treeEntry(name, { ...fresh, size }, { blocks, ...linkOf(fresh) });
 }
@@ -329,7 +333,7 @@ function linkOf(node: Inode): { link?: number; nlink?: number } {
  * Resolves as soon as the block list is known; the file is recorded as sealed once its uploads have landed,
  * which the seal waits for (through `w`) before HEAD.
  */
-function sealFile(d: SealDeps, ino: number, t: Tally, w: Writes, record: boolean): Promise<{ blocks: string[]; size: number }> {
+function sealFile(d: SealDeps, ino: number, t: Tally, w: Writes, record: boolean): Promise<{ blocks: string[]; size: number; node?: Inode }> {
   const uploads: Array<Promise<unknown>> = [];
   const store = async (block: SealBlock, bytes: Buffer): Promise<string> => {
     let data = bytes;
