@@ -33,7 +33,7 @@ import { MeteredStore } from '../store/metered.js';
 import { pruneHistory } from '../ops/history.js';
 import { defaults, storeTestOptions } from '../config.js';
 import { headsPrefix } from '../store/keys.js';
-import { withHeadDelay } from '../store/faulty.js';
+import { withWriteDelays } from '../store/faulty.js';
 import type { Store } from '../store/store.js';
 import { retrying } from '../util/backoff.js';
 import { HeadConflictError, UserError, errorMessage } from '../util/errors.js';
@@ -139,8 +139,9 @@ export class MountedHome {
    * flight form the next (true: the fsync is in the log; false: it needs a seal).
    */
   private readonly segmenter: Sealer<boolean>;
-  /** The last segment started (settled when it landed or failed): a seal captures only after it. */
+  /** The last segment started: settled when it landed or failed, and when its content was captured. */
   private logWrite: Promise<void> = Promise.resolve();
+  private logCaptured: Promise<void> = Promise.resolve();
 
   private constructor(
     readonly cfg: MountConfig,
@@ -186,12 +187,12 @@ export class MountedHome {
         log.warn({ op: 'store', request: op, attempt, delayMs, err: errorMessage(err) }, 'store request failed, retrying');
       };
       const opened = await openStore(cfg.storeUrl, { write: !cfg.readOnly, create: !cfg.readOnly, onRetry });
-      const { headDelayMs } = storeTestOptions();
+      const { headDelayMs, blockDelayMs } = storeTestOptions();
       const readable = cfg.readOnly ? await readOnlyStore(opened, cfg.org, cfg.home, log).catch(async (e: unknown) => {
         await opened.close();
         throw e;
       }) : opened;
-      const store = new MeteredStore(headDelayMs ? withHeadDelay(readable, headsPrefix(cfg.org, cfg.home), headDelayMs) : readable, hooks.metrics.storeMeters());
+      const store = new MeteredStore(withWriteDelays(readable, { heads: headsPrefix(cfg.org, cfg.home), headMs: headDelayMs, blocks: `${cfg.org}/blocks/`, blockMs: blockDelayMs }), hooks.metrics.storeMeters());
       undo.push(() => store.close());
       const objects = new ObjectStore(store, cfg.org);
       const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log });
@@ -427,9 +428,9 @@ export class MountedHome {
    */
   private async logNow(l: { gen: number; nextSeq: number }, seq: number, lease: Lease): Promise<boolean> {
     const started = Date.now();
-    const write = this.tracked(async () => {
+    const write = this.tracked(async (captured) => {
       if (!(await lease.confirmed())) throw new UserError('this mount cannot confirm its lease (lost to another host, or the store is unreachable): its fsync is not in the store');
-      return sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: lease.token }, 'fsync', defaults.logMaxBytes);
+      return sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: lease.token }, 'fsync', defaults.logMaxBytes, undefined, captured);
     });
     try {
       const r = await write;
@@ -446,15 +447,19 @@ export class MountedHome {
   }
 
   /** Starts a segment's write now and makes it the one a seal waits for before it captures. */
-  private tracked<T>(write: () => Promise<T>): Promise<T> {
-    const p = write();
-    this.logWrite = p.then(() => undefined, () => undefined);
+  private tracked<T>(write: (captured: () => void) => Promise<T>): Promise<T> {
+    let captured: () => void = () => undefined;
+    this.logCaptured = new Promise<void>((r) => (captured = r));
+    const p = write(captured);
+    this.logWrite = p.then(captured, captured);
     return p;
   }
 
   /** A segment landed: recorded in the journal (the wake's `mine`), counted, measured. */
   private logged(r: { gen: number; seq: number; bytes: number; durationMs: number; putMs: number }, started: number, kind: 'log' | 'log-tail'): void {
-    this.journal.setMeta(LOG_SEQ, { gen: r.gen, seq: r.seq });
+    // Segments land in order, but for one whose PUT overlapped the capture of a seal that committed first.
+    const last = this.journal.getMeta<{ gen: number; seq: number }>(LOG_SEQ);
+    if (!last || r.gen > last.gen || (r.gen === last.gen && r.seq > last.seq)) this.journal.setMeta(LOG_SEQ, { gen: r.gen, seq: r.seq });
     this.logSegments++;
     this.logBytes = r.bytes;
     this.lastError = null;
@@ -487,8 +492,9 @@ export class MountedHome {
     };
     this.sealing = sealing;
     try {
-      // The segment in flight (numbered before the tail) is captured before anything this seal captures.
-      await this.logWrite;
+      // The segment in flight (numbered before the tail) is captured before anything this seal captures. With a
+      // tail, its PUT may still run: whichever of it and HEAD lands first, the seal holds all it holds.
+      await (sealing.tail ? this.logCaptured : this.logWrite);
       return await this.runSeal(reason, sealing.tail ? sealing : null, walked);
     } finally {
       walked(null);
@@ -566,7 +572,7 @@ export class MountedHome {
     if (!(await lease.confirmed()) || this.logState !== l || this.sealing !== s) return false; // (the seal may have ended meanwhile)
     const seq = l.nextSeq++;
     try {
-      const r = await this.tracked(() => sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: lease.token }, 'fsync', defaults.logMaxBytes, () => reuse.blocks.size === 0));
+      const r = await this.tracked((captured) => sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: lease.token }, 'fsync', defaults.logMaxBytes, () => reuse.blocks.size === 0, captured));
       if (r) this.logged(r, started, 'log-tail');
       return true;
     } catch (e) {

@@ -203,8 +203,11 @@ class Collected implements Store {
  * Returns null when nothing changed since the last seal. Throws LogFencedError if another host claimed the log,
  * LogFullError (before writing anything) if the segment would hold more than `maxBytes` of objects,
  * LogUnsafeError (before writing anything) if `mayWrite`, asked once the segment is complete, says no.
+ * `captured` is called once the segment's content is fixed, before its PUT.
  */
-export async function sealToLog(deps: SealDeps, target: LogTarget, reason: string, maxBytes: number, mayWrite: () => boolean = () => true): Promise<LogResult | null> {
+export async function sealToLog(
+  deps: SealDeps, target: LogTarget, reason: string, maxBytes: number, mayWrite: () => boolean = () => true, captured: () => void = () => undefined,
+): Promise<LogResult | null> {
   const started = Date.now();
   const base = deps.journal.base();
   if (deps.journal.changedCount === 0) return null;
@@ -225,6 +228,7 @@ export async function sealToLog(deps: SealDeps, target: LogTarget, reason: strin
   });
   if (!mayWrite()) throw new LogUnsafeError();
   const seg = encodeSegment({ home, gen: target.gen, seq: target.seq, writer: target.writer, snapshot, time, objects: [...collected.objects.values()] });
+  captured();
   const put = Date.now();
   if (!(await createEntry(deps.objects.store, logKey(deps.objects.org, d.home, target.gen, target.seq), seg))) throw new LogFencedError(home);
   return { snapshot, gen: target.gen, seq: target.seq, bytes: seg.length, durationMs: Date.now() - started, putMs: Date.now() - put };
