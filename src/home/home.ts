@@ -26,7 +26,7 @@ import { ObjectStore } from '../snapshot/objects.js';
 import { GcFence } from '../snapshot/gcfence.js';
 import { LogFencedError, LogFullError, LogUnsafeError, seal, sealToLog, type SealDeps, type SealResult } from '../seal/seal.js';
 import type { ReuseLog } from '../snapshot/objects.js';
-import { dropOldLogs } from '../snapshot/homelog.js';
+import { dropOldLogs, MAX_CHAIN } from '../snapshot/homelog.js';
 import { openStore } from '../store/open.js';
 import type { HomeMetrics } from '../metrics/homefs.js';
 import { MeteredStore } from '../store/metered.js';
@@ -53,6 +53,43 @@ import { makeDirsSync } from '../util/mkdirs.js';
 /** A store reached over the network (S3), as opposed to one on this host's disk (file://, memory://). */
 function isRemote(url: string): boolean {
   return !url.startsWith('file:') && !url.startsWith('memory:');
+}
+
+/** Earlier segments of the log, from `floor` on, that a new segment may rely on (landed, this writer's) and their objects. */
+interface Chain {
+  floor: number;
+  seqs: number[];
+  keys: Set<string>;
+}
+
+function newChain(floor: number): Chain {
+  return { floor, seqs: [], keys: new Set() };
+}
+
+/** The log fsyncs go to: HEAD generation `gen`, the next sequence number, and the chain a segment may extend. */
+interface LogState {
+  gen: number;
+  nextSeq: number;
+  /** HEAD's snapshot lets readers expect chained segments (feature `log-chain`). */
+  chained: boolean;
+  chain: Chain;
+}
+
+/**
+ * What segment `seq` of log `l` may rely on: its chain, unless readers do not expect chains or the chain is
+ * full (then this segment is whole and starts a new chain).
+ */
+function chainFor(l: LogState, seq: number): Chain {
+  if (!l.chained) return newChain(seq);
+  if (l.chain.seqs.length >= MAX_CHAIN) l.chain = newChain(seq);
+  return l.chain;
+}
+
+/** Segment `seq` of log `l`, written relying on `chain`, landed with objects `keys`: later segments may rely on it. */
+function chainLanded(l: LogState, chain: Chain, seq: number, keys: readonly string[]): void {
+  if (l.chain !== chain || seq < chain.floor) return;
+  chain.seqs.push(seq);
+  for (const k of keys) chain.keys.add(k);
 }
 
 export type HomeState = 'waking' | 'active' | 'parked' | 'securing' | 'asleep';
@@ -120,7 +157,7 @@ export class MountedHome {
   /** The org's gc fence and this mount's last look at it (snapshot/gcfence.ts). */
   private readonly gcFence: SealDeps['fence'];
   /** Where fsyncs go (snapshot/homelog.ts): the log of HEAD generation `gen`, next sequence number; null: seals. */
-  private logState: { gen: number; nextSeq: number } | null = null;
+  private logState: LogState | null = null;
   private logSegments = 0;
   private logBytes = 0;
   /** Another host claimed this home's log: nothing more goes to the store from this mount. */
@@ -266,7 +303,7 @@ export class MountedHome {
       const ra = choice.rootAttrs;
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
       const h = new MountedHome(cfg, paths, log, store, objects, cache, hot, journal, upper, content, view, lease, unlock, hooks);
-      h.logState = cfg.fsync === 'store' ? choice.log : null;
+      h.logState = cfg.fsync === 'store' && choice.log ? { ...choice.log, chain: newChain(choice.log.nextSeq) } : null;
       undo.push(() => h.hashPool.close());
       undo.push(() => {
         h.control?.close();
@@ -392,7 +429,7 @@ export class MountedHome {
   }
 
   /** Whether an fsync can go to the log now (else it seals: no log yet, a seal pending, or the log is full). */
-  private logReady(): { gen: number; nextSeq: number } | null {
+  private logReady(): LogState | null {
     const l = this.logState;
     if (!l || this.journal.base().gen !== l.gen || this.journal.getMeta<number>(LOG_OK) !== l.gen) return null;
     return this.logSegments < defaults.logMaxSegments && this.logBytes < defaults.logMaxBytes ? l : null;
@@ -426,15 +463,19 @@ export class MountedHome {
    * An fsync's one round trip: a log segment `seq` with everything changed since the last seal. False when
    * that is too much for a segment (the caller seals instead).
    */
-  private async logNow(l: { gen: number; nextSeq: number }, seq: number, lease: Lease): Promise<boolean> {
+  private async logNow(l: LogState, seq: number, lease: Lease): Promise<boolean> {
     const started = Date.now();
+    const chain = chainFor(l, seq);
     const write = this.tracked(async (captured) => {
       if (!(await lease.confirmed())) throw new UserError('this mount cannot confirm its lease (lost to another host, or the store is unreachable): its fsync is not in the store');
-      return sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: lease.token }, 'fsync', defaults.logMaxBytes, undefined, captured);
+      return sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: lease.token, chain: { seqs: [...chain.seqs], keys: chain.keys } }, 'fsync', defaults.logMaxBytes, undefined, captured);
     });
     try {
       const r = await write;
-      if (r) this.logged(r, started, 'log');
+      if (r) {
+        chainLanded(l, chain, seq, r.keys);
+        this.logged(r, started, 'log');
+      }
       return true;
     } catch (e) {
       if (e instanceof LogFullError) {
@@ -491,6 +532,8 @@ export class MountedHome {
       walked: new Promise<ReuseLog | null>((r) => (walked = r)), done: new Promise<void>((r) => (done = r)),
     };
     this.sealing = sealing;
+    // Its tail's segments rely on none below it (those are absorbed, and deleted once it commits).
+    if (l && sealing.tail) l.chain = newChain(sealing.seq);
     try {
       // The segment in flight (numbered before the tail) is captured before anything this seal captures. With a
       // tail, its PUT may still run: whichever of it and HEAD lands first, the seal holds all it holds.
@@ -571,9 +614,14 @@ export class MountedHome {
     const started = Date.now();
     if (!(await lease.confirmed()) || this.logState !== l || this.sealing !== s) return false; // (the seal may have ended meanwhile)
     const seq = l.nextSeq++;
+    const chain = chainFor(l, seq);
     try {
-      const r = await this.tracked((captured) => sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: lease.token }, 'fsync', defaults.logMaxBytes, () => reuse.blocks.size === 0, captured));
-      if (r) this.logged(r, started, 'log-tail');
+      const target = { gen: l.gen, seq, writer: lease.token, chain: { seqs: [...chain.seqs], keys: chain.keys } };
+      const r = await this.tracked((captured) => sealToLog(this.sealDeps(), target, 'fsync', defaults.logMaxBytes, () => reuse.blocks.size === 0, captured));
+      if (r) {
+        chainLanded(l, chain, seq, r.keys);
+        this.logged(r, started, 'log-tail');
+      }
       return true;
     } catch (e) {
       if (e instanceof LogUnsafeError || e instanceof LogFullError) return false;
@@ -599,7 +647,7 @@ export class MountedHome {
       dropOldLogs(this.store, this.cfg.org, this.cfg.home, gen, keep).catch((e: unknown) => this.log.warn({ err: errorMessage(e) }, 'deleting absorbed log segments failed (they are ignored; the next seal tries again)'));
     }
     this.oldLogs = tail !== null; // the tail's segments go with the next seal
-    this.logState = { gen, nextSeq: 0 };
+    this.logState = { gen, nextSeq: 0, chained: true, chain: newChain(0) };
     this.logSegments = 0;
     this.logBytes = 0;
   }

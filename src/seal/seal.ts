@@ -122,6 +122,8 @@ export interface LogTarget {
   gen: number;
   seq: number;
   writer: string;
+  /** Earlier segments of this writer that landed, and the store keys of their objects: this one leaves those out. */
+  chain?: { seqs: number[]; keys: ReadonlySet<string> };
 }
 
 export interface LogResult {
@@ -133,6 +135,8 @@ export interface LogResult {
   durationMs: number;
   /** Of which the segment's PUT. */
   putMs: number;
+  /** Store keys of the objects the segment holds. */
+  keys: string[];
 }
 
 /** The log entry this holder was to create exists with other bytes: another host claimed the log (takeover). */
@@ -159,12 +163,16 @@ export class LogFullError extends Error {
   }
 }
 
-/** A Store that keeps what is written in memory, up to `maxBytes`: the objects of one log segment. */
+/**
+ * A Store that keeps what is written in memory, up to `maxBytes` (counting those `held` too): the objects
+ * of one log segment, but for those earlier segments of its chain hold (`held`, by store key).
+ */
 class Collected implements Store {
   readonly url = 'memory:segment';
   readonly objects = new Map<string, LogObject>();
+  private readonly seen = new Set<string>();
   private bytes = 0;
-  constructor(private readonly maxBytes: number) {}
+  constructor(private readonly maxBytes: number, private readonly held: ReadonlySet<string> = new Set()) {}
   async has(): Promise<Set<string>> {
     return new Set();
   }
@@ -175,8 +183,10 @@ class Collected implements Store {
     throw new NotFoundError(key);
   }
   async put(key: string, data: Buffer): Promise<void> {
-    if (!this.objects.has(key)) this.bytes += data.length;
+    if (!this.seen.has(key)) this.bytes += data.length;
+    this.seen.add(key);
     if (this.bytes > this.maxBytes) throw new LogFullError(this.maxBytes);
+    if (this.held.has(key)) return;
     const parts = key.split('/');
     const kind = parts[1] === 'blocks' ? 'block' : 'meta';
     this.objects.set(key, { kind, hash: parts[3] ?? '', data });
@@ -199,7 +209,8 @@ class Collected implements Store {
  * An fsync's commit to the home's log (snapshot/homelog.ts): the same walk as a seal, but every object the
  * pending snapshot needs beyond HEAD's goes inline into one create-only segment, so it costs one round trip.
  * Nothing is recorded in the journal (the next seal captures everything again, and absorbs the log); nothing
- * is deduplicated against the store, so the segment relies only on HEAD's snapshot, which gc keeps.
+ * is deduplicated against the store, so the segment relies only on HEAD's snapshot, which gc keeps, and on
+ * the earlier segments of `target.chain` (whose objects it leaves out).
  * Returns null when nothing changed since the last seal. Throws LogFencedError if another host claimed the log,
  * LogFullError (before writing anything) if the segment would hold more than `maxBytes` of objects,
  * LogUnsafeError (before writing anything) if `mayWrite`, asked once the segment is complete, says no.
@@ -212,7 +223,7 @@ export async function sealToLog(
   const base = deps.journal.base();
   if (deps.journal.changedCount === 0) return null;
   if (base.snapshot === null || base.gen !== target.gen) throw new Error(`log: the journal is based on generation ${String(base.gen)}, not ${target.gen}`);
-  const collected = new Collected(maxBytes);
+  const collected = new Collected(maxBytes, target.chain?.keys);
   const d: SealDeps = { ...deps, objects: new ObjectStore(collected, deps.objects.org) };
   const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 }, reused: new Map() };
   const w = new Writes(Math.max(2, d.parallelism * 2));
@@ -227,15 +238,16 @@ export async function sealToLog(
     ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}), features: [...HOME_FEATURES],
   });
   if (!mayWrite()) throw new LogUnsafeError();
-  const seg = encodeSegment({ home, gen: target.gen, seq: target.seq, writer: target.writer, snapshot, time, objects: [...collected.objects.values()] });
+  const chain = target.chain?.seqs ?? [];
+  const seg = encodeSegment({ home, gen: target.gen, seq: target.seq, writer: target.writer, snapshot, time, chain, objects: [...collected.objects.values()] });
   captured();
   const put = Date.now();
   if (!(await createEntry(deps.objects.store, logKey(deps.objects.org, d.home, target.gen, target.seq), seg))) throw new LogFencedError(home);
-  return { snapshot, gen: target.gen, seq: target.seq, bytes: seg.length, durationMs: Date.now() - started, putMs: Date.now() - put };
+  return { snapshot, gen: target.gen, seq: target.seq, bytes: seg.length, durationMs: Date.now() - started, putMs: Date.now() - put, keys: [...collected.objects.keys()] };
 }
 
 /** What every snapshot of a mounted home requires of its readers: they must know its log. */
-const HOME_FEATURES = ['log'] as const;
+const HOME_FEATURES = ['log', 'log-chain'] as const;
 
 /** File and directory counts are approximate for partially loaded homes (bytes come from the exact count the content layer keeps). */
 function mergeStats(prev: SnapshotStats | undefined, seen: SnapshotStats): SnapshotStats {
