@@ -445,7 +445,9 @@ export class MountedHome {
       const s = this.sealing;
       if (s) {
         if (s.tail && (await this.tailNow(s, this.lease))) return true;
+        const waited = Date.now();
         await s.done;
+        this.log.debug({ op: 'log.wait', ms: Date.now() - waited }, 'segment waited for a seal to end');
         continue;
       }
       const l = this.logReady();
@@ -554,13 +556,13 @@ export class MountedHome {
     const base = this.journal.base();
     this.journal.setMeta(LOG_OK, null);
     try {
-      const t3 = Date.now();
+      const sealStart = Date.now();
       const walkedAt = (x: ReuseLog | null): void => {
-        this.log.debug({ op: 'seal.phase', reason, captureMs: Date.now() - t3 }, 'seal captured');
+        this.log.debug({ op: 'seal.phase', reason, captureMs: Date.now() - sealStart }, 'seal captured');
         walked(x);
       };
       const r = await seal({ ...this.sealDeps(), ...(sealing ? { tail: { seq: sealing.seq, walked: walkedAt } } : {}) }, reason);
-      this.log.debug({ op: 'seal.phase', reason, commitMs: Date.now() - t3 }, 'seal committed');
+      this.log.debug({ op: 'seal.phase', reason, commitMs: Date.now() - sealStart }, 'seal committed');
       this.journal.setMeta(LOG_OK, r ? r.gen : base.gen);
       // Its snapshot requires readers to know logs: from now on fsyncs may go to the log of its generation.
       if (r && this.lease && this.cfg.fsync === 'store') this.absorbed(r.gen, sealing);
@@ -609,9 +611,11 @@ export class MountedHome {
   private async tailNow(s: NonNullable<MountedHome['sealing']>, lease: Lease): Promise<boolean> {
     const l = this.logState;
     if (!l || l.gen !== s.gen || lease.lost) return false;
+    const waited = Date.now();
     const reuse = await s.walked;
     if (reuse === null) return false;
     const started = Date.now();
+    this.log.debug({ op: 'log-tail.wait', ms: started - waited }, "tail segment waited for the seal's capture");
     if (!(await lease.confirmed()) || this.logState !== l || this.sealing !== s) return false; // (the seal may have ended meanwhile)
     const seq = l.nextSeq++;
     const chain = chainFor(l, seq);
