@@ -470,7 +470,7 @@ export class MountedHome {
     const chain = chainFor(l, seq);
     const write = this.tracked(async (captured) => {
       if (!(await lease.confirmed())) throw new UserError('this mount cannot confirm its lease (lost to another host, or the store is unreachable): its fsync is not in the store');
-      return sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: lease.token, chain: { seqs: [...chain.seqs], keys: chain.keys } }, 'fsync', defaults.logMaxBytes, undefined, captured);
+      return sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: lease.token, chain }, 'fsync', defaults.logMaxBytes, undefined, captured);
     });
     try {
       const r = await write;
@@ -620,7 +620,7 @@ export class MountedHome {
     const seq = l.nextSeq++;
     const chain = chainFor(l, seq);
     try {
-      const target = { gen: l.gen, seq, writer: lease.token, chain: { seqs: [...chain.seqs], keys: chain.keys } };
+      const target = { gen: l.gen, seq, writer: lease.token, chain };
       const r = await this.tracked((captured) => sealToLog(this.sealDeps(), target, 'fsync', defaults.logMaxBytes, () => reuse.blocks.size === 0, captured));
       if (r) {
         chainLanded(l, chain, seq, r.keys);

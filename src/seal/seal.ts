@@ -223,6 +223,7 @@ export async function sealToLog(
   const base = deps.journal.base();
   if (deps.journal.changedCount === 0) return null;
   if (base.snapshot === null || base.gen !== target.gen) throw new Error(`log: the journal is based on generation ${String(base.gen)}, not ${target.gen}`);
+  const chain = [...(target.chain?.seqs ?? [])]; // (as it is now: segments that land later are not relied on)
   const collected = new Collected(maxBytes, target.chain?.keys);
   const d: SealDeps = { ...deps, objects: new ObjectStore(collected, deps.objects.org) };
   const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 }, reused: new Map() };
@@ -238,7 +239,6 @@ export async function sealToLog(
     ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}), features: [...HOME_FEATURES],
   });
   if (!mayWrite()) throw new LogUnsafeError();
-  const chain = target.chain?.seqs ?? [];
   const seg = encodeSegment({ home, gen: target.gen, seq: target.seq, writer: target.writer, snapshot, time, chain, objects: [...collected.objects.values()] });
   captured();
   const put = Date.now();
