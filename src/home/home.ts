@@ -26,7 +26,8 @@ import { ObjectStore } from '../snapshot/objects.js';
 import { GcFence } from '../snapshot/gcfence.js';
 import { LogFencedError, LogFullError, LogUnsafeError, seal, sealToLog, type SealDeps, type SealResult } from '../seal/seal.js';
 import type { ReuseLog } from '../snapshot/objects.js';
-import { dropOldLogs, MAX_CHAIN } from '../snapshot/homelog.js';
+import { dropOldLogs } from '../snapshot/homelog.js';
+import { chainFor, chainLanded, newChain, type LogState } from './logchain.js';
 import { openStore } from '../store/open.js';
 import type { HomeMetrics } from '../metrics/homefs.js';
 import { MeteredStore } from '../store/metered.js';
@@ -53,43 +54,6 @@ import { makeDirsSync } from '../util/mkdirs.js';
 /** A store reached over the network (S3), as opposed to one on this host's disk (file://, memory://). */
 function isRemote(url: string): boolean {
   return !url.startsWith('file:') && !url.startsWith('memory:');
-}
-
-/** Earlier segments of the log, from `floor` on, that a new segment may rely on (landed, this writer's) and their objects. */
-interface Chain {
-  floor: number;
-  seqs: number[];
-  keys: Set<string>;
-}
-
-function newChain(floor: number): Chain {
-  return { floor, seqs: [], keys: new Set() };
-}
-
-/** The log fsyncs go to: HEAD generation `gen`, the next sequence number, and the chain a segment may extend. */
-interface LogState {
-  gen: number;
-  nextSeq: number;
-  /** HEAD's snapshot lets readers expect chained segments (feature `log-chain`). */
-  chained: boolean;
-  chain: Chain;
-}
-
-/**
- * What segment `seq` of log `l` may rely on: its chain, unless readers do not expect chains or the chain is
- * full (then this segment is whole and starts a new chain).
- */
-function chainFor(l: LogState, seq: number): Chain {
-  if (!l.chained) return newChain(seq);
-  if (l.chain.seqs.length >= MAX_CHAIN) l.chain = newChain(seq);
-  return l.chain;
-}
-
-/** Segment `seq` of log `l`, written relying on `chain`, landed with objects `keys`: later segments may rely on it. */
-function chainLanded(l: LogState, chain: Chain, seq: number, keys: readonly string[]): void {
-  if (l.chain !== chain || seq < chain.floor) return;
-  chain.seqs.push(seq);
-  for (const k of keys) chain.keys.add(k);
 }
 
 export type HomeState = 'waking' | 'active' | 'parked' | 'securing' | 'asleep';
