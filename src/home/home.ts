@@ -708,6 +708,7 @@ export class MountedHome {
     }
     this.control?.close();
     await this.sealer.idle();
+    await this.segmenter.idle(); // a segment whose PUT overlapped the last seal lands before the store closes
     if (!failure) await this.saveHotSet(defaults.hotset.pack);
     if (!failure) await this.saveNsPack();
     if (!failure) await this.lease?.release();
