@@ -140,8 +140,8 @@ export class MountedHome {
    * flight form the next (true: the fsync is in the log; false: it needs a seal).
    */
   private readonly segmenter: Sealer<boolean>;
-  /** The last segment started: settled when it landed or failed, and when its content was captured. */
-  private logWrite: Promise<void> = Promise.resolve();
+  /** The last segment started: settled when it landed or failed (with its error), and when its content was captured. */
+  private logWrite: Promise<unknown> = Promise.resolve(null);
   private logCaptured: Promise<void> = Promise.resolve();
 
   private constructor(
@@ -458,7 +458,10 @@ export class MountedHome {
     let captured: () => void = () => undefined;
     this.logCaptured = new Promise<void>((r) => (captured = r));
     const p = write(captured);
-    this.logWrite = p.then(captured, captured);
+    this.logWrite = p.then(
+      () => (captured(), null),
+      (e: unknown) => (captured(), e),
+    );
     return p;
   }
 
@@ -502,9 +505,15 @@ export class MountedHome {
     if (l && sealing.tail) l.chain = newChain(sealing.seq);
     try {
       // The segment in flight (numbered before the tail) is captured before anything this seal captures. With a
-      // tail, its PUT may still run: whichever of it and HEAD lands first, the seal holds all it holds.
-      await (sealing.tail ? this.logCaptured : this.logWrite);
-      return await this.runSeal(reason, sealing.tail ? sealing : null, walked);
+      // tail, its PUT may still run meanwhile (the seal holds all it holds), but HEAD waits for it: if another
+      // host fenced it, this mount must not publish what it held (its fsync failed).
+      const inFlight = this.logWrite;
+      await (sealing.tail ? this.logCaptured : inFlight);
+      const beforeHead = inFlight.then((e) => {
+        if (e instanceof LogFencedError) throw e;
+      });
+      beforeHead.catch(() => undefined); // (observed by the seal's commit, if it gets there)
+      return await this.runSeal(reason, sealing.tail ? sealing : null, walked, beforeHead);
     } finally {
       walked(null);
       if (this.sealing === sealing) this.sealing = null;
@@ -512,7 +521,7 @@ export class MountedHome {
     }
   }
 
-  private async runSeal(reason: string, sealing: MountedHome['sealing'], walked: (r: ReuseLog | null) => void): Promise<SealResult | null> {
+  private async runSeal(reason: string, sealing: MountedHome['sealing'], walked: (r: ReuseLog | null) => void, beforeHead: Promise<void>): Promise<SealResult | null> {
     if (this.lease?.lost) throw new UserError('this mount lost its lease to another host; its changes stay local and are not sealed');
     const started = Date.now();
     // Until this seal commits, blocks it records as sealed may be referenced by no HEAD: no log segment may rely on them
@@ -525,7 +534,7 @@ export class MountedHome {
         this.log.debug({ op: 'seal.phase', reason, captureMs: Date.now() - sealStart }, 'seal captured');
         walked(x);
       };
-      const r = await seal({ ...this.sealDeps(), ...(sealing ? { tail: { seq: sealing.seq, walked: walkedAt } } : {}) }, reason);
+      const r = await seal({ ...this.sealDeps(), beforeHead, ...(sealing ? { tail: { seq: sealing.seq, walked: walkedAt } } : {}) }, reason);
       this.log.debug({ op: 'seal.phase', reason, commitMs: Date.now() - sealStart }, 'seal committed');
       this.journal.setMeta(LOG_OK, r ? r.gen : base.gen);
       // Its snapshot requires readers to know logs: from now on fsyncs may go to the log of its generation.
