@@ -505,15 +505,10 @@ export class MountedHome {
     if (l && sealing.tail) l.chain = newChain(sealing.seq);
     try {
       // The segment in flight (numbered before the tail) is captured before anything this seal captures. With a
-      // tail, its PUT may still run meanwhile (the seal holds all it holds), but HEAD waits for it: if another
-      // host fenced it, this mount must not publish what it held (its fsync failed).
+      // tail, its PUT may still run meanwhile (the seal holds all it holds).
       const inFlight = this.logWrite;
       await (sealing.tail ? this.logCaptured : inFlight);
-      const beforeHead = inFlight.then((e) => {
-        if (e instanceof LogFencedError) throw e;
-      });
-      beforeHead.catch(() => undefined); // (observed by the seal's commit, if it gets there)
-      return await this.runSeal(reason, sealing.tail ? sealing : null, walked, beforeHead);
+      return await this.runSeal(reason, sealing.tail ? sealing : null, walked, () => this.notFenced(inFlight));
     } finally {
       walked(null);
       if (this.sealing === sealing) this.sealing = null;
@@ -521,7 +516,20 @@ export class MountedHome {
     }
   }
 
-  private async runSeal(reason: string, sealing: MountedHome['sealing'], walked: (r: ReuseLog | null) => void, beforeHead: Promise<void>): Promise<SealResult | null> {
+  /**
+   * Before a seal writes HEAD: the segment that was in flight when it started and the one in flight now have
+   * settled, and no segment of this mount was fenced. Else another host has claimed the log, and this seal,
+   * if it won HEAD before that host's replay did, would publish what a failed fsync held.
+   */
+  private async notFenced(inFlight: Promise<unknown>): Promise<void> {
+    for (const w of [inFlight, this.logWrite]) {
+      const e = await w;
+      if (e instanceof LogFencedError) throw e;
+    }
+    if (this.fenced) throw new LogFencedError(`${this.cfg.org}/${this.cfg.home}`);
+  }
+
+  private async runSeal(reason: string, sealing: MountedHome['sealing'], walked: (r: ReuseLog | null) => void, beforeHead: () => Promise<void>): Promise<SealResult | null> {
     if (this.lease?.lost) throw new UserError('this mount lost its lease to another host; its changes stay local and are not sealed');
     const started = Date.now();
     // Until this seal commits, blocks it records as sealed may be referenced by no HEAD: no log segment may rely on them

@@ -51,8 +51,8 @@ export interface SealDeps {
    * file is captured (the earliest a segment written during the seal may start its own capture).
    */
   tail?: { seq: number; walked: (reuse: ReuseLog) => void };
-  /** A seal only: HEAD is written only once this resolves (it rejects: the seal fails, HEAD unchanged). */
-  beforeHead?: Promise<void>;
+  /** A seal only: called once everything but HEAD has landed; HEAD is written once it resolves (it rejects: the seal fails, HEAD unchanged). */
+  beforeHead?: () => Promise<void>;
 }
 
 /** A previous seal's last look at the gc epoch serves as the next seal's first look for this long. */
@@ -113,7 +113,7 @@ export async function seal(deps: SealDeps, reason: string): Promise<SealResult |
     root, parent: base.snapshot, host: d.host, stats: { ...mergeStats(prevStats, tally.stats), bytes: d.content.usedBytes }, reason,
     ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}),
     ...(tail ? { features: [...HOME_FEATURES, 'log-tail'], logTail: tail } : { features: [...HOME_FEATURES] }),
-  }, { fence: { gc: d.fence.gc, since, reverify }, pending: deps.beforeHead ? Promise.all([landed, deps.beforeHead]) : landed });
+  }, { fence: { gc: d.fence.gc, since, reverify }, pending: landed.then(() => deps.beforeHead?.()) });
   deps.fence.observed = observed;
   d.journal.sealCommitted({ snapshot, gen }, floor);
   return { snapshot, gen, filesHashed: tally.filesHashed, bytesHashed: tally.bytesHashed, blocksNew: tally.blocksNew, bytesUploaded: tally.bytesUploaded, durationMs: Date.now() - started };
