@@ -12,8 +12,10 @@ each as the median of --rounds runs:
   gitcommit  `git commit` of one changed file in a small repository
 With --sustained S (seconds), then: --writers threads each write 4 KiB + fsync a file of their own in a loop
 while another thread forces seals (`homefs sync` after writing 256 KiB unsynced) back to back; it prints
-p50/p99/max of those fsyncs, of the fsyncs that overlapped a forced seal, and the seals' durations.
+p50/p99/max of those fsyncs, of the fsyncs that overlapped a forced seal, and the seals' durations, after
+the same loops for as long without forced seals (what a seal adds is the difference).
 Usage: bench/fsync_latency.py [--homefs DIR] [--latency-ms 20] [--rounds 20] [--label TEXT] [--sustained S] [--writers 4] [--only-sustained]
+       [--daemon-log FILE]
 (--homefs: a homefs checkout with dist/ built; default this one, so two builds can be compared.)"""
 import argparse
 import os
@@ -68,8 +70,8 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else float('nan')
 
 
-def sustained(homefs, mnt, seconds, writers):
-    """fsync latencies (ms) of `writers` loops while forced seals run back to back; which overlapped a seal."""
+def sustained(homefs, mnt, seconds, writers, seals_on=True):
+    """fsync latencies (ms) of `writers` loops while forced seals run back to back (unless not seals_on); which overlapped a seal."""
     stop = time.monotonic() + seconds
     lat, during, seals = [], [], []
     sealing = []  # (start, end) of each forced seal
@@ -98,7 +100,7 @@ def sustained(homefs, mnt, seconds, writers):
             seals.append((t1 - t0) * 1000)
             i += 1
 
-    threads = [threading.Thread(target=writer, args=(k,)) for k in range(writers)] + [threading.Thread(target=sealer)]
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(writers)] + ([threading.Thread(target=sealer)] if seals_on else [])
     for t in threads:
         t.start()
     for t in threads:
@@ -119,10 +121,13 @@ def report(a, res):
             print(f'| {k} | {res[k]:.1f} | {res[k] / put:.2f} |')
     if 'sustained' in res:
         all_ms, during, seals = res['sustained']
-        print(f'\n### sustained: {a.writers} fsync loops for {a.sustained:g} s while forced seals run back to back')
+        quiet = res['quiet'][0]
+        print(f'\n### sustained: {a.writers} fsync loops for {a.sustained:g} s without seals, then {a.sustained:g} s while forced seals run back to back')
         print('| what | n | p50 ms | p99 ms | max ms | max × one PUT |')
         print('|---|---|---|---|---|---|')
-        for name, xs in (('every fsync', all_ms), ('fsyncs started during a forced seal', during), ('forced seal (`homefs sync`, CLI included)', seals)):
+        rows = (('every fsync, no seals', quiet), ('every fsync, with seals', all_ms), ('fsyncs started during a forced seal', during),
+                ('forced seal (`homefs sync`, CLI included)', seals))
+        for name, xs in rows:
             print(f'| {name} | {len(xs)} | {pct(xs, 50):.1f} | {pct(xs, 99):.1f} | {max(xs, default=float("nan")):.1f} | {max(xs, default=float("nan")) / put:.2f} |')
 
 
@@ -136,6 +141,7 @@ def main():
     ap.add_argument('--sustained', type=float, default=0, help='seconds of fsync load with forced seals (0: skip)')
     ap.add_argument('--writers', type=int, default=4)
     ap.add_argument('--only-sustained', action='store_true', help='skip the single-workload timings')
+    ap.add_argument('--daemon-log', default='', help='mount with --log-level debug and copy the daemon log here (fsync and seal phases)')
     ap.add_argument('--trace', action='store_true', help='print the requests of one deep fsync (start offset, method, path)')
     a = ap.parse_args()
     s3 = os.environ.get('HOMEFS_TEST_S3_URL')
@@ -156,7 +162,7 @@ def main():
         p = subprocess.run(['node', '--input-type=module', '-e', PUT_JS, dist, url, str(a.rounds)], capture_output=True, text=True, check=True)
         import json
         res['put'] = statistics.median(json.loads(p.stdout))
-        subprocess.run([homefs, 'mount', 'bench/fsync', mnt, '--store', url, '--cache-dir', cache, '--state-dir', state, '--fsync', 'store'],
+        subprocess.run([homefs, 'mount', 'bench/fsync', mnt, '--store', url, '--cache-dir', cache, '--state-dir', state, '--fsync', 'store'] + (['--log-level', 'debug'] if a.daemon_log else []),
                        check=True, capture_output=True, timeout=120)
         data = os.urandom(4096)
         write_fsync(os.path.join(mnt, 'warm'), data)
@@ -164,6 +170,7 @@ def main():
         os.makedirs(deep)
         write_fsync(os.path.join(deep, 'warm'), data)
         if a.only_sustained:
+            res['quiet'] = sustained(homefs, mnt, a.sustained, a.writers, seals_on=False)
             res['sustained'] = sustained(homefs, mnt, a.sustained, a.writers)
             return report(a, res)
         if a.trace:
@@ -220,11 +227,14 @@ def main():
             subprocess.run(git + ['commit', '-qam', f'c{i}'], cwd=repo, check=True)
         res['gitcommit'] = median_ms(commit, max(3, a.rounds // 4))
         if a.sustained > 0:
+            res['quiet'] = sustained(homefs, mnt, a.sustained, a.writers, seals_on=False)
             res['sustained'] = sustained(homefs, mnt, a.sustained, a.writers)
     finally:
         subprocess.run([homefs, 'sleep', mnt], capture_output=True, timeout=120)
         subprocess.run(['fusermount3', '-u', mnt], capture_output=True)
         proxy.stop()
+        if a.daemon_log:
+            subprocess.run(['cp', os.path.join(state, 'daemon.log'), a.daemon_log])
         subprocess.run(['rm', '-rf', work])
     report(a, res)
 

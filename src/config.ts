@@ -44,11 +44,17 @@ export function journalTestOptions(env: NodeJS.ProcessEnv = process.env): { kill
 
 /**
  * Test fault injection, for the tests of fsync during a seal only: HOMEFS_TEST_HEAD_DELAY_MS=n makes every
- * HEAD write of a mounted home wait n ms before it goes to the store (a seal that is slow to commit).
+ * HEAD write of a mounted home wait n ms before it goes to the store (a seal that is slow to commit);
+ * HOMEFS_TEST_BLOCK_DELAY_MS=n does the same to every block write (a seal slow to upload).
  */
-export function storeTestOptions(env: NodeJS.ProcessEnv = process.env): { headDelayMs?: number } {
-  const n = Number(env.HOMEFS_TEST_HEAD_DELAY_MS);
-  return Number.isInteger(n) && n > 0 ? { headDelayMs: n } : {};
+export function storeTestOptions(env: NodeJS.ProcessEnv = process.env): { headDelayMs?: number; blockDelayMs?: number } {
+  const ms = (v: string | undefined): number | undefined => {
+    const n = Number(v);
+    return Number.isInteger(n) && n > 0 ? n : undefined;
+  };
+  const head = ms(env.HOMEFS_TEST_HEAD_DELAY_MS);
+  const block = ms(env.HOMEFS_TEST_BLOCK_DELAY_MS);
+  return { ...(head ? { headDelayMs: head } : {}), ...(block ? { blockDelayMs: block } : {}) };
 }
 
 /** Largest file a home holds (1 TiB): a bigger write or truncate answers EFBIG, as ext4 does past 16 TiB. */

@@ -1,7 +1,6 @@
 /**
- * The seal queue's group commit (home/sealer.ts): concurrent requests share the next run; a seal asked for
- * while only fsyncs wait runs after their run instead of turning them into a seal (they keep their
- * one-round-trip log segment); `sealQueued` tells an fsync that a seal is about to start.
+ * The group commit of seals and of log segments (home/sealer.ts): requests that arrive while a run runs
+ * share the single next run; a failed run fails only its own requests.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,39 +20,35 @@ function controlled(): { sealer: Sealer<string>; runs: string[]; finish: () => v
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 
-test('a seal asked for while only fsyncs are queued runs after their run, which stays an fsync run', async () => {
+test('requests that arrive while a run is running share the single next run, for the reason that is not fsync', async () => {
   const { sealer, runs, finish } = controlled();
   const a = sealer.request('fsync');
   const b = sealer.request('fsync');
-  const c = sealer.request('fsync');
-  assert.equal(sealer.sealQueued, false);
   const s = sealer.request('sync');
+  const c = sealer.request('fsync');
+  assert.equal(sealer.busy, true);
   finish();
   assert.equal(await a, 'fsync#1');
   await tick();
-  assert.deepEqual(runs, ['fsync', 'fsync'], 'the queued fsyncs run as one group, still an fsync run');
+  assert.deepEqual(runs, ['fsync', 'sync'], 'one next run for all three, run as the seal asked for');
   finish();
-  assert.equal(await b, 'fsync#2');
-  assert.equal(await c, 'fsync#2');
-  await tick();
-  assert.deepEqual(runs, ['fsync', 'fsync', 'sync']);
-  finish();
-  assert.equal(await s, 'sync#3');
+  assert.equal(await b, 'sync#2');
+  assert.equal(await s, 'sync#2');
+  assert.equal(await c, 'sync#2');
+  await sealer.idle();
+  assert.equal(sealer.busy, false);
 });
 
-test('an fsync that joins a queued seal is served by it; sealQueued says a seal waits', async () => {
-  const { sealer, runs, finish } = controlled();
-  const a = sealer.request('fsync');
-  const s = sealer.request('sync');
-  assert.equal(sealer.sealQueued, true);
-  const b = sealer.request('fsync');
-  finish();
-  await a;
-  await sealer.runningSettled();
-  assert.deepEqual(runs, ['fsync', 'sync'], 'the queued seal started once the running run ended');
-  assert.equal(sealer.sealQueued, false);
-  finish();
-  assert.equal(await s, 'sync#2');
-  assert.equal(await b, 'sync#2');
-  await sealer.idle();
+test('a failed run fails its requests only; the next run still starts', async () => {
+  const runs: string[] = [];
+  const sealer = new Sealer<string>(async (reason) => {
+    runs.push(reason);
+    if (runs.length === 1) throw new Error('store down');
+    return reason;
+  });
+  const a = sealer.request('sync');
+  const b = sealer.request('idle');
+  await assert.rejects(a, /store down/);
+  assert.equal(await b, 'idle');
+  assert.deepEqual(runs, ['sync', 'idle']);
 });

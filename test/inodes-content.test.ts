@@ -4,7 +4,8 @@
  * restored from the upper file, or, when the file changed there since, only that block is sealed again
  * (the untouched blocks still come from the store, never from the sparse upper file's holes). A new file
  * that stays small holds its bytes in its journal record, with no upper file, until it outgrows the
- * inline limit or is sealed.
+ * inline limit or is sealed. A seal's uploads do not hold the file's lock: it is recorded as sealed once they
+ * landed, unless it changed since the capture.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -65,6 +66,43 @@ test('a large file seals only the block a write changed', async () => {
     assert.equal(handed.length, 1, 'one block read back and hashed');
     assert.deepEqual([blocks[0], blocks[2]], [sealed[0], sealed[2]]);
     assert.notEqual(blocks[1], sealed[1]);
+    assert.equal(j.get(FILE)?.content?.state, 'copied');
+  });
+});
+
+test("a seal's uploads do not hold the file: a write meanwhile goes through, and the file then stays dirty", async () => {
+  await withFile(async (c, j) => {
+    await c.write(FILE, BLOCK_SIZE + 10, Buffer.from('changed'));
+    let land: () => void = () => undefined;
+    const uploading = new Promise<void>((r) => (land = r));
+    let captured = false;
+    const sealing = c.sealFile(FILE, async (_b, bytes) => hashBuffer(await bytes()), {
+      captured: () => {
+        captured = true;
+      },
+      landed: () => uploading,
+    });
+    while (!captured) await new Promise((r) => setImmediate(r));
+    // The upload has not landed: a write to the file must not wait for it (it would hang here if it did).
+    await c.write(FILE, 10, Buffer.from('after the capture'));
+    land();
+    await sealing;
+    assert.equal(j.get(FILE)?.content?.state, 'dirty', 'changed since the capture: not recorded as sealed');
+    const again = await sealNow(c);
+    assert.equal(again.handed.length, 2, 'the next seal captures both changed blocks');
+  });
+});
+
+test('a file unchanged while its upload ran is recorded as sealed once it landed, not before', async () => {
+  await withFile(async (c, j) => {
+    await c.write(FILE, BLOCK_SIZE + 10, Buffer.from('changed'));
+    let land: () => void = () => undefined;
+    const uploading = new Promise<void>((r) => (land = r));
+    const sealing = c.sealFile(FILE, async (_b, bytes) => hashBuffer(await bytes()), { landed: () => uploading });
+    await c.settle(FILE); // the capture is done and the lock free
+    assert.equal(j.get(FILE)?.content?.state, 'dirty', 'not sealed before its blocks landed');
+    land();
+    await sealing;
     assert.equal(j.get(FILE)?.content?.state, 'copied');
   });
 });

@@ -2,7 +2,9 @@
  * An fsync during a seal goes to the seal's log tail instead of waiting for the seal (issue 12): through a
  * real mount whose HEAD writes are held back (HOMEFS_TEST_HEAD_DELAY_MS), an fsync returns while
  * `homefs sync` is still sealing, and what it returned for survives kill -9 whichever of the two landed
- * first: the segment alone (the seal never committed), or the segment and then the seal's HEAD.
+ * first: the segment alone (the seal never committed), or the segment and then the seal's HEAD. With block
+ * writes held back (HOMEFS_TEST_BLOCK_DELAY_MS), an fsync of a file the seal is still uploading waits for
+ * neither that upload nor the seal.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -79,5 +81,40 @@ test('an fsync during a seal that then lands: readers and a fresh host after kil
   const mnt2 = await h.mount({ host: 'host2', mnt: h.mountpoint('fresh'), extra: ['--takeover'] });
   assert.equal(readFileSync(path.join(mnt2, 'd/e/fsynced'), 'utf8'), 'fsynced during the seal', 'replayed from the tail');
   assert.equal(readFileSync(path.join(mnt2, 'd/e/plain'), 'utf8'), 'unsynced', 'and what the seal holds');
+  await h.sleep(mnt2);
+});
+
+/** Block objects in the home's file:// store. */
+function blockCount(h: TestHome): number {
+  const dir = path.join(h.root, 'store', h.org, 'blocks');
+  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length;
+}
+
+test('an fsync of a file the running seal is still uploading waits for neither the upload nor the seal', async () => {
+  const h = new TestHome('acme', 'upload1');
+  homes.push(h);
+  process.env.HOMEFS_TEST_BLOCK_DELAY_MS = '8000';
+  let mnt: string;
+  try {
+    mnt = await h.mount();
+  } finally {
+    delete process.env.HOMEFS_TEST_BLOCK_DELAY_MS;
+  }
+  await writeFsync(`${mnt}/base`, 'sealed first'); // a seal: the log starts with the first sealed generation
+  await shOk(`printf 'as the seal captured it' > ${mnt}/big`);
+  const blocks = blockCount(h);
+  let syncDone = false;
+  const sync = homefs(['sync', mnt], { timeoutMs: 120_000 }).finally(() => {
+    syncDone = true;
+  });
+  await new Promise((r) => setTimeout(r, SEAL_RUNNING_MS));
+  await writeFsync(`${mnt}/big`, 'rewritten while the seal uploads it');
+  assert.equal(blockCount(h), blocks, 'the fsync returned before the seal uploaded the file: it did not wait for that upload');
+  assert.equal(syncDone, false, 'nor for the seal');
+  await h.kill9(mnt);
+  await sync;
+  const mnt2 = await h.mount({ host: 'host2', mnt: h.mountpoint('fresh'), extra: ['--takeover'] });
+  assert.equal(readFileSync(path.join(mnt2, 'big'), 'utf8'), 'rewritten while the seal uploads it', 'replayed from the segment');
+  assert.equal(readFileSync(path.join(mnt2, 'base'), 'utf8'), 'sealed first');
   await h.sleep(mnt2);
 });

@@ -2,11 +2,13 @@
  * The fsync log through a real mount and the CLI (issue 12): what an fsync returned for is in the home's
  * log, not yet sealed, and every reader (log, ls, cat, pull, diff, du, verify, locality, a read-only mount,
  * fork) sees it; after kill -9 a fresh host
- * replays it. Writes go through a child process (shOk), as a user's would.
+ * replays it. The newest segment is chained (it holds only the last fsync's file, and relies on the segment
+ * before it for the other), so every reader reads through the chain. Writes go through a child process
+ * (shOk), as a user's would.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { TestHome, homefsOk, shOk } from './support/homefs-mount.js';
 
@@ -23,6 +25,11 @@ test('readers see what fsync logged; a fresh host replays it after kill -9', asy
   await shOk(`mkdir -p ${mnt}/a/b/c`);
   await writeFsync(`${mnt}/a/first`, 'sealed');
   await writeFsync(`${mnt}/a/b/c/second`, 'logged, not sealed');
+  await writeFsync(`${mnt}/a/third`, 'chained');
+  const logDir = path.join(h.root, 'store', 'acme', 'homes', 'logged', 'log');
+  const gen = readdirSync(logDir).sort()[0] ?? '';
+  const newest = readdirSync(path.join(logDir, gen)).sort()[0] ?? ''; // numbers sort newest first
+  assert.equal(readFileSync(path.join(logDir, gen, newest)).readUInt8(4), 2, 'the newest segment is chained (version 2)');
   const store = ['--store', h.storeUrl];
   const log = await homefsOk(['log', h.ref, ...store]);
   assert.match(log.split('\n')[0] ?? '', /^ {2}log .* \(fsync'd, log segment \d+, not sealed yet\)$/, 'log shows the pending segment on top');
@@ -36,13 +43,13 @@ test('readers see what fsync logged; a fresh host replays it after kill -9', asy
   const du = JSON.parse(await homefsOk(['du', h.ref, '--json', ...store])) as { homes: Array<{ snapshot: string; logicalBytes: number }> };
   const seg = /log segment (\d+)/.exec(log)?.[1];
   assert.ok(seg !== undefined);
-  assert.equal(du.homes[0]?.logicalBytes, 'sealed'.length + 'logged, not sealed'.length, 'du counts the logged file');
+  assert.equal(du.homes[0]?.logicalBytes, 'sealed'.length + 'logged, not sealed'.length + 'chained'.length, 'du counts the logged files');
   const verified = JSON.parse(await homefsOk(['verify', h.ref, '--full', '--json', ...store])) as { blocks: number; problems: unknown[] };
   assert.deepEqual(verified.problems, [], 'verify finds the logged block in its segment');
-  assert.ok(verified.blocks >= 2, 'verify checks the logged block too');
+  assert.ok(verified.blocks >= 3, 'verify checks the logged blocks too');
   const loc = JSON.parse(await homefsOk(['locality', h.ref, '--cache-dir', h.hostDirs('host1').cache, '--json', ...store])) as { blocks: number; snapshot: string };
   assert.equal(loc.snapshot, du.homes[0]?.snapshot, 'locality and du look at the same (logged) snapshot');
-  assert.equal(loc.blocks, 2, 'locality counts the logged block');
+  assert.equal(loc.blocks, 3, 'locality counts the logged blocks');
   const ro = await h.mount({ host: 'reader', mnt: h.mountpoint('ro'), extra: ['--read-only'] });
   assert.equal(readFileSync(path.join(ro, 'a/b/c/second'), 'utf8'), 'logged, not sealed', 'a read-only mount shows the log');
   await h.sleep(ro);
@@ -52,6 +59,7 @@ test('readers see what fsync logged; a fresh host replays it after kill -9', asy
   await h.kill9(mnt);
   const mnt2 = await h.mount({ host: 'host2', mnt: h.mountpoint('fresh'), extra: ['--takeover'] });
   assert.equal(readFileSync(path.join(mnt2, 'a/b/c/second'), 'utf8'), 'logged, not sealed', 'replayed on a fresh host');
+  assert.equal(readFileSync(path.join(mnt2, 'a/third'), 'utf8'), 'chained');
   const after = await homefsOk(['log', h.ref, ...store]);
   assert.doesNotMatch(after, /log segment/, 'the replay advanced HEAD to the segment');
   await h.sleep(mnt2);

@@ -3,7 +3,8 @@
  * fixture decodes to the documented values; hostile segments (truncated, corrupted, for another home or
  * generation, from a newer homefs) are rejected with a FormatError, and a reader skips them with one warning
  * and falls back to the previous valid segment; a claim's tombstone makes the previous holder's next
- * segment fail; snapshot version 2 lists required features and an unknown one is refused.
+ * segment fail; snapshot version 2 lists required features and an unknown one is refused; a chained segment
+ * (version 2) is read with the objects of the segments it names, and rejected when one of them is gone.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -50,8 +51,8 @@ test('hostile segments are rejected: truncated, corrupted, another home or gener
   rejects(good, { ...KEY, home: 'acme/bob' }, /not its key/);
   rejects(good, { ...KEY, seq: 4 }, /not its key/);
   const future = Buffer.from(good);
-  future[4] = 2;
-  rejects(future, KEY, /written by a newer homefs \(segment version 2/);
+  future[4] = 3;
+  rejects(future, KEY, /written by a newer homefs \(segment version 3/);
   rejects(Buffer.from('not a segment at all, no no no no no no no'), KEY, /bad magic/);
   // A well-formed checksum over a lying object: the object's hash is checked too.
   const s = decodeSegment(good, KEY);
@@ -75,7 +76,7 @@ async function seedSegment(store: MemoryStore, gen: number, seq: number, writer:
   const tree = encodeTree({ entries: [{ name: 'f', kind: 'file', mode: 0o644, uid: 0, gid: 0, size: data.length, mtimeNs: 1n, ctimeNs: 1n, blocks: [bh] }] });
   const th = hashBuffer(tree);
   const snap = encodeSnapshot({ root: th, parent: null, home: 'acme/alice', time: '2026-12-01T00:00:00.000Z', host: 'h', stats: { files: 1, dirs: 1, bytes: data.length }, features: ['log'] });
-  const seg: Segment = { home: 'acme/alice', gen, seq, writer, snapshot: hashBuffer(snap), time: '2026-12-01T00:00:00.000Z', objects: [{ kind: 'block', hash: bh, data }, { kind: 'meta', hash: th, data: tree }, { kind: 'meta', hash: hashBuffer(snap), data: snap }] };
+  const seg: Segment = { home: 'acme/alice', gen, seq, writer, snapshot: hashBuffer(snap), time: '2026-12-01T00:00:00.000Z', chain: [], objects: [{ kind: 'block', hash: bh, data }, { kind: 'meta', hash: th, data: tree }, { kind: 'meta', hash: hashBuffer(snap), data: snap }] };
   assert.equal(await createEntry(store, logKey('acme', 'alice', gen, seq), encodeSegment(seg)), true);
   return seg;
 }
@@ -171,4 +172,49 @@ test('dropOldLogs: absorbed segments go, the log tail stays; tombstones go once 
   assert.deepEqual(await keys(), ['0/1', '1/2'], 'tombstones younger than a day are kept');
   assert.equal(await dropOldLogs(store, 'acme', 'alice', 3, null, Date.now() + TOMBSTONE_KEEP_MS + 60_000), 2);
   assert.deepEqual(await keys(), [], 'unread tombstones older than a day are deleted');
+});
+
+test('log-segment-v2.bin (chained) decodes to the documented values; a bad chain is rejected', () => {
+  const bytes = readFileSync(new URL('log-segment-v2.bin', dir));
+  assert.equal(hashBuffer(bytes), 'ff4dbf3eec4c6c581aa32177fc569296777c20fecb24cca57cfff114bd1b2b27');
+  const k = { home: 'acme/alice', gen: 7, seq: 5 };
+  const s = decodeSegment(bytes, k);
+  assert.equal(bytes.readUInt8(4), 2, 'version 2');
+  assert.deepEqual(s.chain, [3, 4]);
+  assert.deepEqual(s.objects.map((o) => o.kind), ['meta', 'meta'], 'only the tree and snapshot: its block is in segment 3');
+  assert.ok(encodeSegment(s).equals(bytes), 're-encodes to the same bytes');
+  const v1 = decodeSegment(readFileSync(new URL('log-segment-v1.bin', dir)), KEY);
+  assert.equal(encodeSegment(v1).readUInt8(4), 1, 'a whole segment is still written as version 1');
+  const rejects = (seg: Segment, re: RegExp): void => {
+    assert.throws(() => decodeSegment(encodeSegment(seg), k), (e: unknown) => e instanceof FormatError && re.test(e.message));
+  };
+  rejects({ ...s, chain: [4, 3] }, /chain invalid/);
+  rejects({ ...s, chain: [3, 5] }, /chain invalid/);
+  rejects({ ...s, chain: Array.from({ length: 65 }, (_, i) => i - 70) }, /chain invalid/);
+});
+
+test('a chained segment is read with the objects of its chain; a chain with a missing link is skipped with one warning', async () => {
+  const store = new MemoryStore();
+  const objects = new ObjectStore(store, 'acme');
+  await advanceHead(store, 'acme', 'alice', null, await putSnapshot(store, { features: ['log', 'log-chain'] }));
+  const s0 = await seedSegment(store, 0, 0, 'me', 'in the first segment only');
+  // Segment 1: a new snapshot whose tree references segment 0's block, holding only its tree and snapshot.
+  const block = s0.objects[0];
+  assert.ok(block);
+  const { encodeTree } = await import('../src/snapshot/codec.js');
+  const tree = encodeTree({ entries: [{ name: 'g', kind: 'file', mode: 0o644, uid: 0, gid: 0, size: block.data.length, mtimeNs: 2n, ctimeNs: 2n, blocks: [block.hash] }] });
+  const snap = encodeSnapshot({ root: hashBuffer(tree), parent: null, home: 'acme/alice', time: '2026-12-01T00:00:01.000Z', host: 'h', stats: { files: 1, dirs: 1, bytes: block.data.length }, features: ['log', 'log-chain'] });
+  const s1: Segment = { ...s0, seq: 1, snapshot: hashBuffer(snap), chain: [0], objects: [{ kind: 'meta', hash: hashBuffer(tree), data: tree }, { kind: 'meta', hash: hashBuffer(snap), data: snap }] };
+  assert.equal(await createEntry(store, logKey('acme', 'alice', 0, 1), encodeSegment(s1)), true);
+  const live = await liveHead(objects, 'alice', () => undefined);
+  assert.equal(live.snapshot, s1.snapshot);
+  const t = await live.objects.getTree((await live.objects.getSnapshot(s1.snapshot)).root);
+  assert.equal((await live.objects.getBlock(t.entries[0]?.blocks?.[0] ?? '')).toString(), 'in the first segment only', "the block comes from the chain's segment");
+  assert.equal(live.segment?.objects.length, 5, "the chain's three objects and its own two");
+  await store.delete(logKey('acme', 'alice', 0, 0));
+  const warnings: string[] = [];
+  const broken = await liveHead(objects, 'alice', (m) => warnings.push(m));
+  assert.equal(broken.segment, null, 'no whole state is left in the log: HEAD alone');
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0] ?? '', /seq 1: it relies on segment 0, which is missing; ignoring it/);
 });

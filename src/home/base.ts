@@ -32,8 +32,11 @@ export interface BaseChoice {
   rootTree: string | null;
   /** Attributes of the home's root directory recorded in the base snapshot. */
   rootAttrs?: Snapshot['rootAttrs'];
-  /** Where this mount's fsyncs go: the log of generation `gen` from `nextSeq` on; null: every fsync seals. */
-  log: { gen: number; nextSeq: number } | null;
+  /**
+   * Where this mount's fsyncs go: the log of generation `gen` from `nextSeq` on, `chained` if HEAD's snapshot
+   * lets readers expect chained segments (feature `log-chain`); null: every fsync seals.
+   */
+  log: { gen: number; nextSeq: number; chained: boolean } | null;
 }
 
 /** Journal meta key: the HEAD generation whose snapshot references every block the journal calls sealed. */
@@ -169,7 +172,7 @@ async function logFor(objects: ObjectStore, head: HeadRecord | null, claimed: { 
   const snap = await objects.getSnapshot(head.snapshot);
   if (!snap.features?.includes('log')) return null;
   // A generation this mount created itself (absorb, takeover) has an empty log nobody else can have claimed first.
-  return { gen: head.gen, nextSeq: head.gen === claimed.gen ? claimed.tombstone + 1 : 0 };
+  return { gen: head.gen, nextSeq: head.gen === claimed.gen ? claimed.tombstone + 1 : 0, chained: snap.features.includes('log-chain') };
 }
 
 /**

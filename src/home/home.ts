@@ -27,13 +27,14 @@ import { GcFence } from '../snapshot/gcfence.js';
 import { LogFencedError, LogFullError, LogUnsafeError, seal, sealToLog, type SealDeps, type SealResult } from '../seal/seal.js';
 import type { ReuseLog } from '../snapshot/objects.js';
 import { dropOldLogs } from '../snapshot/homelog.js';
+import { chainFor, chainLanded, newChain, type LogState } from './logchain.js';
 import { openStore } from '../store/open.js';
 import type { HomeMetrics } from '../metrics/homefs.js';
 import { MeteredStore } from '../store/metered.js';
 import { pruneHistory } from '../ops/history.js';
 import { defaults, storeTestOptions } from '../config.js';
 import { headsPrefix } from '../store/keys.js';
-import { withHeadDelay } from '../store/faulty.js';
+import { withWriteDelays } from '../store/faulty.js';
 import type { Store } from '../store/store.js';
 import { retrying } from '../util/backoff.js';
 import { HeadConflictError, UserError, errorMessage } from '../util/errors.js';
@@ -123,7 +124,7 @@ export class MountedHome {
   /** The org's gc fence and this mount's last look at it (snapshot/gcfence.ts). */
   private readonly gcFence: SealDeps['fence'];
   /** Where fsyncs go (snapshot/homelog.ts): the log of HEAD generation `gen`, next sequence number; null: seals. */
-  private logState: { gen: number; nextSeq: number } | null = null;
+  private logState: LogState | null = null;
   private logSegments = 0;
   private logBytes = 0;
   /** Another host claimed this home's log: nothing more goes to the store from this mount. */
@@ -131,15 +132,20 @@ export class MountedHome {
   /** Logs of older generations may exist (from before this mount): the next seal deletes their segments. */
   private oldLogs = true;
   /**
-   * The seal running now, when fsyncs may go to its log tail meanwhile (docs/decisions.md "fsync during a
-   * seal"): segments of its base generation `gen` from `seq` on; `walked` resolves with the seal's dedupe
-   * record once it has captured every file (null if it ended before).
+   * The seal running now (docs/decisions.md "fsync during a seal"): no ordinary segment starts meanwhile.
+   * With `tail`, fsyncs go to its log tail: segments of its base generation `gen` from `seq` on; `walked`
+   * resolves with the seal's dedupe record once it has captured every file (null if it ended before).
+   * `done` resolves when it has ended.
    */
-  private sealing: { gen: number; seq: number; walked: Promise<ReuseLog | null> } | null = null;
-  /** Group commit of the segments written while a seal runs, one at a time (true: the fsync is in the log). */
-  private readonly tailer: Sealer<boolean>;
-  /** The last tail segment started (settled when it landed or failed): the next seal or segment captures after it. */
-  private tailWrite: Promise<void> = Promise.resolve();
+  private sealing: { gen: number; seq: number; tail: boolean; walked: Promise<ReuseLog | null>; done: Promise<void> } | null = null;
+  /**
+   * Group commit of fsyncs into log segments, one segment at a time: fsyncs that arrive while one is in
+   * flight form the next (true: the fsync is in the log; false: it needs a seal).
+   */
+  private readonly segmenter: Sealer<boolean>;
+  /** The last segment started: settled when it landed or failed (with its error), and when its content was captured. */
+  private logWrite: Promise<unknown> = Promise.resolve(null);
+  private logCaptured: Promise<void> = Promise.resolve();
 
   private constructor(
     readonly cfg: MountConfig,
@@ -158,7 +164,7 @@ export class MountedHome {
     private readonly hooks: HomeHooks,
   ) {
     this.sealer = new Sealer((reason) => this.sealNow(reason));
-    this.tailer = new Sealer(() => this.tailNow());
+    this.segmenter = new Sealer(() => this.segmentNow());
     this.capacity = new Capacity(paths.stateDir, cfg.quotaBytes, () => content.usedBytes);
     this.cacheMetrics = new CacheMetricsMirror(cache, hooks.metrics);
     hooks.metrics.bindDirtyBytes(() => dirtyTotals(journal).bytes);
@@ -185,12 +191,12 @@ export class MountedHome {
         log.warn({ op: 'store', request: op, attempt, delayMs, err: errorMessage(err) }, 'store request failed, retrying');
       };
       const opened = await openStore(cfg.storeUrl, { write: !cfg.readOnly, create: !cfg.readOnly, onRetry });
-      const { headDelayMs } = storeTestOptions();
+      const { headDelayMs, blockDelayMs } = storeTestOptions();
       const readable = cfg.readOnly ? await readOnlyStore(opened, cfg.org, cfg.home, log).catch(async (e: unknown) => {
         await opened.close();
         throw e;
       }) : opened;
-      const store = new MeteredStore(headDelayMs ? withHeadDelay(readable, headsPrefix(cfg.org, cfg.home), headDelayMs) : readable, hooks.metrics.storeMeters());
+      const store = new MeteredStore(withWriteDelays(readable, { heads: headsPrefix(cfg.org, cfg.home), headMs: headDelayMs, blocks: `${cfg.org}/blocks/`, blockMs: blockDelayMs }), hooks.metrics.storeMeters());
       undo.push(() => store.close());
       const objects = new ObjectStore(store, cfg.org);
       const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log });
@@ -268,7 +274,7 @@ export class MountedHome {
       const ra = choice.rootAttrs;
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
       const h = new MountedHome(cfg, paths, log, store, objects, cache, hot, journal, upper, content, view, lease, unlock, hooks);
-      h.logState = cfg.fsync === 'store' ? choice.log : null;
+      h.logState = cfg.fsync === 'store' && choice.log ? { ...choice.log, chain: newChain(choice.log.nextSeq) } : null;
       if (!cfg.readOnly && defaults.presealBlocks) h.startPreseal();
       undo.push(() => h.hashPool.close());
       undo.push(() => {
@@ -416,23 +422,55 @@ export class MountedHome {
   }
 
   /** Whether an fsync can go to the log now (else it seals: no log yet, a seal pending, or the log is full). */
-  private logReady(): { gen: number; nextSeq: number } | null {
+  private logReady(): LogState | null {
     const l = this.logState;
     if (!l || this.journal.base().gen !== l.gen || this.journal.getMeta<number>(LOG_OK) !== l.gen) return null;
     return this.logSegments < defaults.logMaxSegments && this.logBytes < defaults.logMaxBytes ? l : null;
   }
 
   /**
-   * An fsync's one round trip: a log segment with everything changed since the last seal. False when that
-   * is too much for a segment (the caller seals instead).
+   * One run of the fsync group commit: a segment of the log, else (false) the fsyncs need a seal. While a
+   * seal runs, its log tail, once it has captured everything; when it cannot take one, after the seal.
    */
-  private async logNow(l: { gen: number; nextSeq: number }, writer: string): Promise<boolean> {
+  private async segmentNow(): Promise<boolean> {
+    for (;;) {
+      if (!this.lease || this.fenced) return false; // the seal says why
+      const s = this.sealing;
+      if (s) {
+        if (s.tail && (await this.tailNow(s, this.lease))) return true;
+        const waited = Date.now();
+        await s.done;
+        this.log.debug({ op: 'log.wait', ms: Date.now() - waited }, 'segment waited for a seal to end');
+        continue;
+      }
+      const l = this.logReady();
+      if (!l) return false;
+      // Taken in the same tick as the look at `sealing`: a seal that starts later numbers its tail after it.
+      const seq = l.nextSeq++;
+      if (!(await this.logNow(l, seq, this.lease))) return false;
+      // Absorb the log in the background before it is full; fsyncs meanwhile go to its tail.
+      if (this.logSegments * 2 >= defaults.logMaxSegments || this.logBytes * 2 >= defaults.logMaxBytes) setImmediate(() => this.sealer.request('absorb').catch(() => undefined));
+      return true;
+    }
+  }
+
+  /**
+   * An fsync's one round trip: a log segment `seq` with everything changed since the last seal. False when
+   * that is too much for a segment (the caller seals instead).
+   */
+  private async logNow(l: LogState, seq: number, lease: Lease): Promise<boolean> {
     const started = Date.now();
-    if (this.lease && !(await this.lease.confirmed())) throw new UserError('this mount cannot confirm its lease (lost to another host, or the store is unreachable): its fsync is not in the store');
-    const seq = l.nextSeq++; // never reused, even after a failure (the entry may exist with this mount's bytes)
+    const chain = chainFor(l, seq);
+    const write = this.tracked(async (captured) => {
+      if (!(await lease.confirmed())) throw new UserError('this mount cannot confirm its lease (lost to another host, or the store is unreachable): its fsync is not in the store');
+      return sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: lease.token, chain }, 'fsync', defaults.logMaxBytes, undefined, captured);
+    });
     try {
-      const r = await sealToLog(this.sealDeps(), { gen: l.gen, seq, writer }, 'fsync', defaults.logMaxBytes);
-      if (r) this.logged(r, started, 'log');
+      const r = await write;
+      if (r) {
+        chainLanded(l, chain, seq, r.keys);
+        this.logged(r, started, 'log');
+      }
       return true;
     } catch (e) {
       if (e instanceof LogFullError) {
@@ -444,15 +482,29 @@ export class MountedHome {
     }
   }
 
+  /** Starts a segment's write now and makes it the one a seal waits for before it captures. */
+  private tracked<T>(write: (captured: () => void) => Promise<T>): Promise<T> {
+    let captured: () => void = () => undefined;
+    this.logCaptured = new Promise<void>((r) => (captured = r));
+    const p = write(captured);
+    this.logWrite = p.then(
+      () => (captured(), null),
+      (e: unknown) => (captured(), e),
+    );
+    return p;
+  }
+
   /** A segment landed: recorded in the journal (the wake's `mine`), counted, measured. */
-  private logged(r: { gen: number; seq: number; bytes: number; durationMs: number }, started: number, kind: 'log' | 'log-tail'): void {
-    this.journal.setMeta(LOG_SEQ, { gen: r.gen, seq: r.seq });
+  private logged(r: { gen: number; seq: number; bytes: number; durationMs: number; putMs: number }, started: number, kind: 'log' | 'log-tail'): void {
+    // Segments land in order, but for one whose PUT overlapped the capture of a seal that committed first.
+    const last = this.journal.getMeta<{ gen: number; seq: number }>(LOG_SEQ);
+    if (!last || r.gen > last.gen || (r.gen === last.gen && r.seq > last.seq)) this.journal.setMeta(LOG_SEQ, { gen: r.gen, seq: r.seq });
     this.logSegments++;
     this.logBytes = r.bytes;
     this.lastError = null;
     this.hooks.metrics.seals.inc({ reason: kind, result: 'ok' });
     this.hooks.metrics.sealSeconds.observe({ reason: kind }, (Date.now() - started) / 1000);
-    this.log.debug({ op: kind, gen: r.gen, seq: r.seq, bytes: r.bytes, ms: r.durationMs }, 'logged');
+    this.log.debug({ op: kind, gen: r.gen, seq: r.seq, bytes: r.bytes, ms: r.durationMs, putMs: r.putMs, totalMs: Date.now() - started }, 'logged');
   }
 
   private logFailed(e: unknown, gen: number, seq: number): void {
@@ -466,37 +518,61 @@ export class MountedHome {
   private async sealNow(reason: string): Promise<SealResult | null> {
     if (this.cfg.readOnly) return null;
     if (this.fenced) throw new LogFencedError(`${this.cfg.org}/${this.cfg.home}`);
-    // A seal (not an fsync's segment) takes fsyncs to its log tail from now on (they wait for its capture).
-    const tail = reason !== 'fsync' && this.lease && this.cfg.fsync === 'store' ? this.logReady() : null;
+    // Before the seal takes its place in the log: fsyncs meanwhile still go to ordinary segments.
+    if (reason !== 'fsync') await this.flushKernel();
+    // From here on no ordinary segment starts; fsyncs go to this seal's log tail (once it has captured), or wait for it.
+    const l = this.lease && this.cfg.fsync === 'store' ? this.logReady() : null;
+    const base = this.journal.base().gen;
     let walked: (r: ReuseLog | null) => void = () => undefined;
-    const sealing = tail && this.journal.base().gen === tail.gen ? { gen: tail.gen, seq: tail.nextSeq, walked: new Promise<ReuseLog | null>((r) => (walked = r)) } : null;
-    if (sealing) this.sealing = sealing;
+    let done: () => void = () => undefined;
+    const sealing = {
+      gen: base ?? -1, seq: l?.nextSeq ?? 0, tail: l !== null && base === l.gen,
+      walked: new Promise<ReuseLog | null>((r) => (walked = r)), done: new Promise<void>((r) => (done = r)),
+    };
+    this.sealing = sealing;
+    // Its tail's segments rely on none below it (those are absorbed, and deleted once it commits).
+    if (l && sealing.tail) l.chain = newChain(sealing.seq);
     try {
-      return await this.sealOrLog(reason, sealing, walked);
+      // The segment in flight (numbered before the tail) is captured before anything this seal captures. With a
+      // tail, its PUT may still run meanwhile (the seal holds all it holds).
+      const inFlight = this.logWrite;
+      await (sealing.tail ? this.logCaptured : inFlight);
+      return await this.runSeal(reason, sealing.tail ? sealing : null, walked, () => this.notFenced(inFlight));
     } finally {
       walked(null);
-      if (sealing && this.sealing === sealing) this.sealing = null;
+      if (this.sealing === sealing) this.sealing = null;
+      done();
     }
   }
 
-  private async sealOrLog(reason: string, sealing: MountedHome['sealing'], walked: (r: ReuseLog | null) => void): Promise<SealResult | null> {
-    // A segment still in flight from the last seal's tail is captured before anything this run captures.
-    await this.tailWrite;
-    if (reason !== 'fsync') await this.flushKernel();
-    if (this.lease?.lost) throw new UserError('this mount lost its lease to another host; its changes stay local and are not sealed');
-    const l = reason === 'fsync' && this.lease ? this.logReady() : null;
-    if (l && this.lease && (await this.logNow(l, this.lease.token))) {
-      // Absorb the log in the background before it is full; fsyncs meanwhile go to its tail.
-      if (this.logSegments * 2 >= defaults.logMaxSegments || this.logBytes * 2 >= defaults.logMaxBytes) setImmediate(() => this.sealer.request('absorb').catch(() => undefined));
-      return null;
+  /**
+   * Before a seal writes HEAD: the segment that was in flight when it started and the one in flight now have
+   * settled, and no segment of this mount was fenced. Else another host has claimed the log, and this seal,
+   * if it won HEAD before that host's replay did, would publish what a failed fsync held.
+   */
+  private async notFenced(inFlight: Promise<unknown>): Promise<void> {
+    for (const w of [inFlight, this.logWrite]) {
+      const e = await w;
+      if (e instanceof LogFencedError) throw e;
     }
+    if (this.fenced) throw new LogFencedError(`${this.cfg.org}/${this.cfg.home}`);
+  }
+
+  private async runSeal(reason: string, sealing: MountedHome['sealing'], walked: (r: ReuseLog | null) => void, beforeHead: () => Promise<void>): Promise<SealResult | null> {
+    if (this.lease?.lost) throw new UserError('this mount lost its lease to another host; its changes stay local and are not sealed');
     const started = Date.now();
     // Until this seal commits, blocks it records as sealed may be referenced by no HEAD: no log segment may rely on them
     // (but for its tail: segments written once it has captured everything, while none relies on a deduplicated block).
     const base = this.journal.base();
     this.journal.setMeta(LOG_OK, null);
     try {
-      const r = await seal({ ...this.sealDeps(), ...(sealing ? { tail: { seq: sealing.seq, walked } } : {}) }, reason);
+      const sealStart = Date.now();
+      const walkedAt = (x: ReuseLog | null): void => {
+        this.log.debug({ op: 'seal.phase', reason, captureMs: Date.now() - sealStart }, 'seal captured');
+        walked(x);
+      };
+      const r = await seal({ ...this.sealDeps(), beforeHead, ...(sealing ? { tail: { seq: sealing.seq, walked: walkedAt } } : {}) }, reason);
+      this.log.debug({ op: 'seal.phase', reason, commitMs: Date.now() - sealStart }, 'seal committed');
       this.journal.setMeta(LOG_OK, r ? r.gen : base.gen);
       // Its snapshot requires readers to know logs: from now on fsyncs may go to the log of its generation.
       if (r && this.lease && this.cfg.fsync === 'store') this.absorbed(r.gen, sealing);
@@ -542,20 +618,24 @@ export class MountedHome {
    * when it cannot be written (the seal ended first, the segment would rely on a block the seal deduplicated,
    * or it is too large): the caller then waits for the seal.
    */
-  private async tailNow(): Promise<boolean> {
-    const s = this.sealing;
+  private async tailNow(s: NonNullable<MountedHome['sealing']>, lease: Lease): Promise<boolean> {
     const l = this.logState;
-    if (!s || !l || l.gen !== s.gen || !this.lease || this.fenced || this.lease.lost) return false;
+    if (!l || l.gen !== s.gen || lease.lost) return false;
+    const waited = Date.now();
     const reuse = await s.walked;
     if (reuse === null) return false;
     const started = Date.now();
-    if (!(await this.lease.confirmed()) || this.logState !== l) return false; // (the seal may have committed meanwhile)
+    this.log.debug({ op: 'log-tail.wait', ms: started - waited }, "tail segment waited for the seal's capture");
+    if (!(await lease.confirmed()) || this.logState !== l || this.sealing !== s) return false; // (the seal may have ended meanwhile)
     const seq = l.nextSeq++;
+    const chain = chainFor(l, seq);
     try {
-      const write = sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: this.lease.token }, 'fsync', defaults.logMaxBytes, () => reuse.blocks.size === 0);
-      this.tailWrite = write.then(() => undefined, () => undefined);
-      const r = await write;
-      if (r) this.logged(r, started, 'log-tail');
+      const target = { gen: l.gen, seq, writer: lease.token, chain };
+      const r = await this.tracked((captured) => sealToLog(this.sealDeps(), target, 'fsync', defaults.logMaxBytes, () => reuse.blocks.size === 0, captured));
+      if (r) {
+        chainLanded(l, chain, seq, r.keys);
+        this.logged(r, started, 'log-tail');
+      }
       return true;
     } catch (e) {
       if (e instanceof LogUnsafeError || e instanceof LogFullError) return false;
@@ -581,18 +661,22 @@ export class MountedHome {
       dropOldLogs(this.store, this.cfg.org, this.cfg.home, gen, keep).catch((e: unknown) => this.log.warn({ err: errorMessage(e) }, 'deleting absorbed log segments failed (they are ignored; the next seal tries again)'));
     }
     this.oldLogs = tail !== null; // the tail's segments go with the next seal
-    this.logState = { gen, nextSeq: 0 };
+    this.logState = { gen, nextSeq: 0, chained: true, chain: newChain(0) };
     this.logSegments = 0;
     this.logBytes = 0;
   }
 
   private async fsync(ino: number): Promise<void> {
+    const t0 = Date.now();
     if (ino !== 0) await this.content.sync(ino);
     if (this.cfg.fsync !== 'store') return this.journal.sync();
-    // A seal about to start (queued behind a segment) takes fsyncs to its tail once it runs, not after it.
-    for (let i = 0; i < 3 && !this.sealing && this.sealer.sealQueued; i++) await this.sealer.runningSettled();
-    if (this.sealing && (await this.tailer.request('fsync'))) return;
-    await this.sealer.request('fsync');
+    const t1 = Date.now();
+    let how = 'log';
+    if (!(await this.segmenter.request('fsync'))) {
+      how = 'seal';
+      await this.sealer.request('fsync');
+    }
+    this.log.debug({ op: 'fsync', ino, how, syncMs: t1 - t0, ms: Date.now() - t0 }, 'fsync done');
   }
 
   private async handle(req: ControlRequest): Promise<ControlReply> {
@@ -671,6 +755,7 @@ export class MountedHome {
     }
     this.control?.close();
     await this.sealer.idle();
+    await this.segmenter.idle(); // a segment whose PUT overlapped the last seal lands before the store closes
     if (!failure) await this.saveHotSet(defaults.hotset.pack);
     if (!failure) await this.saveNsPack();
     if (!failure) await this.lease?.release();

@@ -419,23 +419,26 @@ export class Content {
    * The seal's capture of one file, at one instant: under the content lock, every block of a dirty file
    * that changed is handed to `store` (which hashes it, starts its upload and returns its hash) as a reader
    * of its bytes in the upper file, and with its early hash when it has one (`hashEarly`: then `store` reads
-   * it only if it must upload it; the lock is held until `landed`). `captured` then receives the new block
-   * list at once (the seal composes trees from hashes while the uploads run); the file is recorded as sealed
-   * only after `landed` resolves (every upload `store` started for it is in the store), still under the
-   * lock. If `landed` throws, the file stays dirty and its early hashes are dropped (the next seal reads all).
-   * A file with nothing to seal returns its sealed blocks without reading anything; `captured` in the result
-   * tells which happened. With `record: false` (a log segment) the file is left as it is.
+   * it only if it must upload it after all, and checks what it reads against that hash). `captured` then
+   * receives the new block list and the inode as captured (the seal composes trees from hashes while the
+   * uploads run). The lock is released there: writes and fsyncs of the file do not wait for its uploads.
+   * Once `landed` resolves (every upload `store` started for it is in the store), the file is recorded as
+   * sealed under the lock again, but only if its content is still the one captured; a file changed
+   * meanwhile stays dirty and the next seal captures it again. If `landed` throws, the file stays dirty and
+   * its early hashes are dropped (the next seal reads all). A file with nothing to seal returns its sealed
+   * blocks without reading anything; `captured` in the result tells which happened. With `record: false`
+   * (a log segment) the file is left as it is.
    */
-  sealFile(
+  async sealFile(
     ino: number,
     store: (block: SealBlock, bytes: () => Promise<Buffer>, known?: string) => Promise<string>,
-    hooks: { captured?: (r: SealedBlocks) => void; landed?: () => Promise<void>; record?: boolean } = {},
+    hooks: { captured?: (r: SealedBlocks & { node: Inode }) => void; landed?: () => Promise<void>; record?: boolean } = {},
   ): Promise<SealedBlocks & { captured: boolean }> {
-    return this.serialize(ino, async () => {
+    const cap = await this.serialize(ino, async () => {
       const node = this.journal.get(ino);
       if (!node) throw new Error(`seal: file inode ${ino} vanished`);
       const c = contentOf(node);
-      if (c.state !== 'dirty' && c.state !== 'inline') return { ...c.sealed, captured: false };
+      if (c.state !== 'dirty' && c.state !== 'inline') return { c, blocks: c.sealed.blocks, size: c.sealed.size, captured: false };
       // Blocks are read, hashed and uploaded SEAL_WINDOW at a time (a large file's capture streams
       // instead of waiting for each block's upload before reading the next); the list keeps file order.
       const plan = sealPlan(c, node.size);
@@ -459,20 +462,25 @@ export class Content {
       };
       const done = await Promise.allSettled(Array.from({ length: Math.min(SEAL_WINDOW, plan.length) }, worker));
       for (const r of done) if (r.status === 'rejected') throw r.reason;
-      hooks.captured?.({ blocks, size: node.size });
-      try {
-        await hooks.landed?.();
-      } catch (e) {
-        this.early.delete(ino);
-        throw e;
-      }
-      // A log segment (record: false) leaves the file dirty: the next seal captures it again.
-      if (hooks.record !== false) {
-        await this.recordSealed(ino, c, blocks, node.size);
-        this.early.delete(ino);
-      }
-      return { blocks, size: node.size, captured: true };
+      hooks.captured?.({ blocks, size: node.size, node: this.journal.get(ino) ?? node });
+      return { c, blocks, size: node.size, captured: true };
     });
+    if (!cap.captured) return { blocks: cap.blocks, size: cap.size, captured: false };
+    try {
+      await hooks.landed?.();
+    } catch (e) {
+      this.early.delete(ino);
+      throw e;
+    }
+    // A log segment (record: false) leaves the file dirty: the next seal captures it again.
+    if (hooks.record !== false) {
+      await this.serialize(ino, async () => {
+        if (this.journal.get(ino)?.content !== cap.c) return;
+        await this.recordSealed(ino, cap.c, cap.blocks, cap.size);
+        this.early.delete(ino);
+      });
+    }
+    return { blocks: cap.blocks, size: cap.size, captured: true };
   }
 
   /** The early hash of seal block `b` of file `ino`, if it is a whole block hashed since its last change. */

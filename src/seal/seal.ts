@@ -12,7 +12,8 @@
  * its entries), so blocks, trees and the snapshot go up in parallel as soon as each is known, and HEAD is
  * written last, once all have landed (commitSnapshot): two round trips at any depth, not one per level.
  * Each file is captured under its content lock, so at one instant, and recorded as sealed only once its
- * blocks have landed; anything changed while the seal runs stays in the change set for the next one.
+ * blocks have landed and only if unchanged since (the lock is not held meanwhile); anything changed while
+ * the seal runs stays in the change set for the next one.
  * Every entry records the inode number the mount serves for it, unless it is a counter number
  * (model/inos.ts): the next host serves the same ones.
  */
@@ -54,6 +55,8 @@ export interface SealDeps {
    * file is captured (the earliest a segment written during the seal may start its own capture).
    */
   tail?: { seq: number; walked: (reuse: ReuseLog) => void };
+  /** A seal only: called once everything but HEAD has landed; HEAD is written once it resolves (it rejects: the seal fails, HEAD unchanged). */
+  beforeHead?: () => Promise<void>;
 }
 
 /** A previous seal's last look at the gc epoch serves as the next seal's first look for this long. */
@@ -114,7 +117,7 @@ export async function seal(deps: SealDeps, reason: string): Promise<SealResult |
     root, parent: base.snapshot, host: d.host, stats: { ...mergeStats(prevStats, tally.stats), bytes: d.content.usedBytes }, reason,
     ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}),
     ...(tail ? { features: [...HOME_FEATURES, 'log-tail'], logTail: tail } : { features: [...HOME_FEATURES] }),
-  }, { fence: { gc: d.fence.gc, since, reverify }, pending: landed });
+  }, { fence: { gc: d.fence.gc, since, reverify }, pending: landed.then(() => deps.beforeHead?.()) });
   deps.fence.observed = observed;
   d.journal.sealCommitted({ snapshot, gen }, floor);
   return { snapshot, gen, filesHashed: tally.filesHashed, bytesHashed: tally.bytesHashed, blocksNew: tally.blocksNew, bytesUploaded: tally.bytesUploaded, durationMs: Date.now() - started };
@@ -125,6 +128,8 @@ export interface LogTarget {
   gen: number;
   seq: number;
   writer: string;
+  /** Earlier segments of this writer that landed, and the store keys of their objects: this one leaves those out. */
+  chain?: { seqs: number[]; keys: ReadonlySet<string> };
 }
 
 export interface LogResult {
@@ -134,6 +139,10 @@ export interface LogResult {
   /** Size of the segment written. */
   bytes: number;
   durationMs: number;
+  /** Of which the segment's PUT. */
+  putMs: number;
+  /** Store keys of the objects the segment holds. */
+  keys: string[];
 }
 
 /** The log entry this holder was to create exists with other bytes: another host claimed the log (takeover). */
@@ -160,12 +169,16 @@ export class LogFullError extends Error {
   }
 }
 
-/** A Store that keeps what is written in memory, up to `maxBytes`: the objects of one log segment. */
+/**
+ * A Store that keeps what is written in memory, up to `maxBytes` (counting those `held` too): the objects
+ * of one log segment, but for those earlier segments of its chain hold (`held`, by store key).
+ */
 class Collected implements Store {
   readonly url = 'memory:segment';
   readonly objects = new Map<string, LogObject>();
+  private readonly seen = new Set<string>();
   private bytes = 0;
-  constructor(private readonly maxBytes: number) {}
+  constructor(private readonly maxBytes: number, private readonly held: ReadonlySet<string> = new Set()) {}
   async has(): Promise<Set<string>> {
     return new Set();
   }
@@ -176,8 +189,10 @@ class Collected implements Store {
     throw new NotFoundError(key);
   }
   async put(key: string, data: Buffer): Promise<void> {
-    if (!this.objects.has(key)) this.bytes += data.length;
+    if (!this.seen.has(key)) this.bytes += data.length;
+    this.seen.add(key);
     if (this.bytes > this.maxBytes) throw new LogFullError(this.maxBytes);
+    if (this.held.has(key)) return;
     const parts = key.split('/');
     const kind = parts[1] === 'blocks' ? 'block' : 'meta';
     this.objects.set(key, { kind, hash: parts[3] ?? '', data });
@@ -200,17 +215,22 @@ class Collected implements Store {
  * An fsync's commit to the home's log (snapshot/homelog.ts): the same walk as a seal, but every object the
  * pending snapshot needs beyond HEAD's goes inline into one create-only segment, so it costs one round trip.
  * Nothing is recorded in the journal (the next seal captures everything again, and absorbs the log); nothing
- * is deduplicated against the store, so the segment relies only on HEAD's snapshot, which gc keeps.
+ * is deduplicated against the store, so the segment relies only on HEAD's snapshot, which gc keeps, and on
+ * the earlier segments of `target.chain` (whose objects it leaves out).
  * Returns null when nothing changed since the last seal. Throws LogFencedError if another host claimed the log,
  * LogFullError (before writing anything) if the segment would hold more than `maxBytes` of objects,
  * LogUnsafeError (before writing anything) if `mayWrite`, asked once the segment is complete, says no.
+ * `captured` is called once the segment's content is fixed, before its PUT.
  */
-export async function sealToLog(deps: SealDeps, target: LogTarget, reason: string, maxBytes: number, mayWrite: () => boolean = () => true): Promise<LogResult | null> {
+export async function sealToLog(
+  deps: SealDeps, target: LogTarget, reason: string, maxBytes: number, mayWrite: () => boolean = () => true, captured: () => void = () => undefined,
+): Promise<LogResult | null> {
   const started = Date.now();
   const base = deps.journal.base();
   if (deps.journal.changedCount === 0) return null;
   if (base.snapshot === null || base.gen !== target.gen) throw new Error(`log: the journal is based on generation ${String(base.gen)}, not ${target.gen}`);
-  const collected = new Collected(maxBytes);
+  const chain = [...(target.chain?.seqs ?? [])]; // (as it is now: segments that land later are not relied on)
+  const collected = new Collected(maxBytes, target.chain?.keys);
   const d: SealDeps = { ...deps, objects: new ObjectStore(collected, deps.objects.org) };
   const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 }, reused: new Map() };
   const w = new Writes(Math.max(2, d.parallelism * 2));
@@ -225,13 +245,15 @@ export async function sealToLog(deps: SealDeps, target: LogTarget, reason: strin
     ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}), features: [...HOME_FEATURES],
   });
   if (!mayWrite()) throw new LogUnsafeError();
-  const seg = encodeSegment({ home, gen: target.gen, seq: target.seq, writer: target.writer, snapshot, time, objects: [...collected.objects.values()] });
+  const seg = encodeSegment({ home, gen: target.gen, seq: target.seq, writer: target.writer, snapshot, time, chain, objects: [...collected.objects.values()] });
+  captured();
+  const put = Date.now();
   if (!(await createEntry(deps.objects.store, logKey(deps.objects.org, d.home, target.gen, target.seq), seg))) throw new LogFencedError(home);
-  return { snapshot, gen: target.gen, seq: target.seq, bytes: seg.length, durationMs: Date.now() - started };
+  return { snapshot, gen: target.gen, seq: target.seq, bytes: seg.length, durationMs: Date.now() - started, putMs: Date.now() - put, keys: [...collected.objects.keys()] };
 }
 
 /** What every snapshot of a mounted home requires of its readers: they must know its log. */
-const HOME_FEATURES = ['log'] as const;
+const HOME_FEATURES = ['log', 'log-chain'] as const;
 
 /** File and directory counts are approximate for partially loaded homes (bytes come from the exact count the content layer keeps). */
 function mergeStats(prev: SnapshotStats | undefined, seen: SnapshotStats): SnapshotStats {
@@ -276,7 +298,7 @@ class Writes {
 
 interface Walk {
   /** A hard-linked file's inode is captured once: its block list, known when its bytes are hashed. */
-  memo: Map<number, Promise<{ blocks: string[]; size: number }>>;
+  memo: Map<number, Promise<{ blocks: string[]; size: number; node?: Inode }>>;
   w: Writes;
   /** False for a log segment: files stay dirty and trees are not recorded (the next seal captures them again). */
   record: boolean;
@@ -316,9 +338,9 @@ async function entryFor(d: SealDeps, name: string, node: Inode, path: string, t:
     p = sealFile(d, node.ino, t, walk.w, walk.record);
     walk.memo.set(node.ino, p);
   }
-  const { blocks, size } = await p;
-  // The capture may have waited for writes queued before it: take the times they left.
-  const fresh = d.journal.get(node.ino) ?? node;
+  const { blocks, size, node: captured } = await p;
+  // The capture may have waited for writes queued before it: take the times they left (not those of later writes).
+  const fresh = captured ?? d.journal.get(node.ino) ?? node;
   t.stats.bytes += size;
   return treeEntry(name, { ...fresh, size }, { blocks, ...linkOf(fresh), ino: fresh.ino });
 }
@@ -333,7 +355,7 @@ function linkOf(node: Inode): { link?: number; nlink?: number } {
  * Resolves as soon as the block list is known; the file is recorded as sealed once its uploads have landed,
  * which the seal waits for (through `w`) before HEAD.
  */
-function sealFile(d: SealDeps, ino: number, t: Tally, w: Writes, record: boolean): Promise<{ blocks: string[]; size: number }> {
+function sealFile(d: SealDeps, ino: number, t: Tally, w: Writes, record: boolean): Promise<{ blocks: string[]; size: number; node?: Inode }> {
   const uploads: Array<Promise<unknown>> = [];
   const store = async (block: SealBlock, bytes: () => Promise<Buffer>, known?: string): Promise<string> => {
     let data: Buffer | undefined;

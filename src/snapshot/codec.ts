@@ -380,7 +380,7 @@ interface SnapshotJson {
 }
 
 /** Features a snapshot may require of its readers (version 2 lists them); an unknown one is refused. */
-export const KNOWN_FEATURES: readonly string[] = ['log', 'log-tail'];
+export const KNOWN_FEATURES: readonly string[] = ['log', 'log-chain', 'log-tail'];
 const SNAPSHOT_VERSION_FEATURES = 2;
 
 const HOME_REF = /^[a-z0-9][a-z0-9._-]{0,62}\/[a-z0-9][a-z0-9._-]{0,62}$/;

@@ -4,14 +4,16 @@
  *
  * A segment is one create-only object `<org>/homes/<home>/log/<G>/<seq>` under HEAD generation G. It holds
  * a complete pending snapshot relative to HEAD G: the snapshot object and every block and tree that the
- * snapshot references and HEAD G's snapshot does not, inline, so one atomic PUT makes it whole. Segments of
- * one generation are cumulative: the newest valid one is the home's state. A tombstone at the same keys
+ * snapshot references and HEAD G's snapshot does not, inline, so one atomic PUT makes it whole; or (version
+ * 2, a chained segment) only those of them that the earlier segments it names in `chain` do not hold. The
+ * newest valid segment (with its chain) is the home's state. A tombstone at the same keys
  * (written by a host that wakes or takes over, at the next free sequence number) makes the previous
  * holder's next segment fail, so nothing a fenced holder writes is ever counted.
  *
  * Readers use `liveHead`: HEAD, plus the newest valid segment of HEAD's generation, with an ObjectStore
- * that serves the segment's objects. Segments that are truncated, corrupted, for another home or
- * generation, or from a newer format are rejected with one warning each and skipped.
+ * that serves the segment's objects (its chain's included). Segments that are truncated, corrupted, for
+ * another home or generation, from a newer format, or whose chain is not whole are rejected with one
+ * warning each and skipped.
  */
 import { hashBuffer } from '../hash/blake3.js';
 import { blockKey, headKey, logKey, logPrefix, logsPrefix, metaKey, decodeGen } from '../store/keys.js';
@@ -23,7 +25,11 @@ import { ObjectStore } from './objects.js';
 
 const SEGMENT_MAGIC = Buffer.from('HFSG', 'latin1');
 const TOMBSTONE_MAGIC = Buffer.from('HFTB', 'latin1');
+/** Version of a whole segment (and of tombstones); a chained segment is version 2. */
 export const SEGMENT_VERSION = 1;
+const CHAINED_VERSION = 2;
+/** Segments a chained segment may rely on (the writer starts a whole one before). */
+export const MAX_CHAIN = 64;
 /** A segment larger than this is refused (a seal absorbs the log long before: `defaults.logMaxBytes`). */
 const MAX_SEGMENT = 1024 * 1024 * 1024;
 
@@ -43,6 +49,11 @@ export interface Segment {
   /** Id of the pending snapshot (one of the meta objects). */
   snapshot: string;
   time: string;
+  /**
+   * Earlier segments of the same log and writer whose objects this one relies on (ascending, version 2);
+   * empty for a whole segment. After `newestSegment`, `objects` holds theirs too.
+   */
+  chain: number[];
   objects: LogObject[];
 }
 
@@ -53,19 +64,24 @@ interface SegmentHeader {
   writer: string;
   snapshot: string;
   time: string;
+  chain?: number[];
   objects: Array<[string, string, number]>;
 }
 
-/** `HFSG` | u8 version | u32 header length | header JSON | object bytes | BLAKE3 (32 bytes) of all before. */
+/**
+ * `HFSG` | u8 version | u32 header length | header JSON | object bytes | BLAKE3 (32 bytes) of all before.
+ * Version 1 for a whole segment, version 2 (the header's `chain` after `time`) for a chained one.
+ */
 export function encodeSegment(s: Segment): Buffer {
   const header: SegmentHeader = {
     home: s.home, gen: s.gen, seq: s.seq, writer: s.writer, snapshot: s.snapshot, time: s.time,
+    ...(s.chain.length > 0 ? { chain: s.chain } : {}),
     objects: s.objects.map((o) => [o.kind, o.hash, o.data.length]),
   };
   const h = Buffer.from(JSON.stringify(header), 'utf8');
   const fixed = Buffer.alloc(9);
   SEGMENT_MAGIC.copy(fixed, 0);
-  fixed.writeUInt8(SEGMENT_VERSION, 4);
+  fixed.writeUInt8(s.chain.length > 0 ? CHAINED_VERSION : SEGMENT_VERSION, 4);
   fixed.writeUInt32LE(h.length, 5);
   const body = Buffer.concat([fixed, h, ...s.objects.map((o) => o.data)]);
   return Buffer.concat([body, Buffer.from(hashBuffer(body), 'hex')]);
@@ -103,7 +119,7 @@ export function decodeSegment(buf: Buffer, k: EntryKey): Segment {
   };
   if (buf.length < 9 + 32 || !buf.subarray(0, 4).equals(SEGMENT_MAGIC)) bad('not a log segment (bad magic or truncated)');
   const version = buf.readUInt8(4);
-  if (version !== SEGMENT_VERSION) bad(`written by a newer homefs (segment version ${version}; this homefs reads version ${SEGMENT_VERSION}): upgrade homefs`);
+  if (version !== SEGMENT_VERSION && version !== CHAINED_VERSION) bad(`written by a newer homefs (segment version ${version}; this homefs reads versions ${SEGMENT_VERSION} and ${CHAINED_VERSION}): upgrade homefs`);
   if (buf.length > MAX_SEGMENT) bad(`${buf.length} bytes, more than ${MAX_SEGMENT}`);
   const body = buf.subarray(0, buf.length - 32);
   if (hashBuffer(body) !== buf.subarray(buf.length - 32).toString('hex')) bad('checksum mismatch (truncated or corrupted)');
@@ -119,6 +135,9 @@ export function decodeSegment(buf: Buffer, k: EntryKey): Segment {
   if (h.home !== k.home || h.gen !== k.gen || h.seq !== k.seq) bad(`header names ${String(h.home)} gen ${String(h.gen)} seq ${String(h.seq)}, not its key (from another home or generation)`);
   if (typeof h.writer !== 'string' || typeof h.time !== 'string' || typeof h.snapshot !== 'string' || !HASH.test(h.snapshot)) bad('header fields missing');
   if (!Array.isArray(h.objects)) bad('object list missing');
+  const chain = h.chain ?? [];
+  const ascending = Array.isArray(chain) && chain.every((q, i) => Number.isInteger(q) && q >= 0 && q < k.seq && (i === 0 || q > (chain[i - 1] as number)));
+  if ((version === CHAINED_VERSION) !== (h.chain !== undefined) || !ascending || chain.length > MAX_CHAIN || (h.chain !== undefined && chain.length === 0)) bad('chain invalid (version 2 names 1 to 64 earlier segments, ascending)');
   const objects: LogObject[] = [];
   let off = 9 + hlen;
   for (const o of h.objects) {
@@ -133,7 +152,7 @@ export function decodeSegment(buf: Buffer, k: EntryKey): Segment {
   }
   if (off !== body.length) bad('bytes after the last object');
   if (!objects.some((o) => o.kind === 'meta' && o.hash === h.snapshot)) bad('its snapshot is not among its objects');
-  return { home: h.home, gen: h.gen, seq: h.seq, writer: h.writer, snapshot: h.snapshot, time: h.time, objects };
+  return { home: h.home, gen: h.gen, seq: h.seq, writer: h.writer, snapshot: h.snapshot, time: h.time, chain, objects };
 }
 
 /** Sequence numbers present in the log of generation `gen`, newest first. */
@@ -171,22 +190,41 @@ export async function claimLog(store: Store, org: string, home: string, gen: num
   throw new Error(`cannot claim the log of ${org}/${home}: another writer keeps appending to it`);
 }
 
+/** The log entry `seq` of generation `gen`: null if absent or a tombstone; FormatError if it is not a valid segment. */
+async function readSegment(store: Store, org: string, home: string, gen: number, seq: number): Promise<Segment | null> {
+  let buf: Buffer;
+  try {
+    buf = await store.get(logKey(org, home, gen, seq));
+  } catch (e) {
+    if (e instanceof NotFoundError) return null;
+    throw e;
+  }
+  return isTombstone(buf) ? null : decodeSegment(buf, { home: `${org}/${home}`, gen, seq });
+}
+
+/** A chained segment with the objects of its chain added (fetched at once); FormatError if a link is gone or not its writer's. */
+async function withChain(store: Store, org: string, home: string, s: Segment): Promise<Segment> {
+  if (s.chain.length === 0) return s;
+  const links = await Promise.all(s.chain.map((q) => readSegment(store, org, home, s.gen, q)));
+  const objects = new Map<string, LogObject>();
+  for (const [i, link] of links.entries()) {
+    if (!link || link.writer !== s.writer) throw new FormatError(`log segment ${s.home} gen ${s.gen} seq ${s.seq}`, `it relies on segment ${String(s.chain[i])}, which is ${link ? 'another writer\'s' : 'missing'}`);
+    for (const o of link.objects) objects.set(`${o.kind}/${o.hash}`, o);
+  }
+  for (const o of s.objects) objects.set(`${o.kind}/${o.hash}`, o);
+  return { ...s, objects: [...objects.values()] };
+}
+
 /**
- * The newest valid segment among `seqs` (newest first) of generation `gen`, or null. Tombstones are
- * skipped; a rejected segment is reported through `warn` and skipped.
+ * The newest valid segment among `seqs` (newest first) of generation `gen`, with its chain's objects, or
+ * null. Tombstones are skipped; a rejected segment (or one whose chain is not whole) is reported through
+ * `warn` and skipped.
  */
 export async function newestSegment(store: Store, org: string, home: string, gen: number, seqs: readonly number[], warn: (msg: string) => void): Promise<Segment | null> {
   for (const seq of seqs) {
-    let buf: Buffer;
     try {
-      buf = await store.get(logKey(org, home, gen, seq));
-    } catch (e) {
-      if (e instanceof NotFoundError) continue;
-      throw e;
-    }
-    if (isTombstone(buf)) continue;
-    try {
-      return decodeSegment(buf, { home: `${org}/${home}`, gen, seq });
+      const s = await readSegment(store, org, home, gen, seq);
+      if (s) return await withChain(store, org, home, s);
     } catch (e) {
       if (!(e instanceof FormatError)) throw e;
       warn(`${e.message}; ignoring it (the home is read without it)`);

@@ -163,9 +163,14 @@ export class FaultyStore implements Store {
   }
 }
 
-/** `inner` with every HEAD write under `prefix` delayed by `ms` (HOMEFS_TEST_HEAD_DELAY_MS, config.ts). */
-export function withHeadDelay(inner: Store, prefix: string, ms: number): Store {
+/**
+ * `inner` with every HEAD write under `heads` delayed by `headMs` and every block write under `blocks` by
+ * `blockMs` (HOMEFS_TEST_HEAD_DELAY_MS, HOMEFS_TEST_BLOCK_DELAY_MS, config.ts).
+ */
+export function withWriteDelays(inner: Store, delays: { heads: string; headMs?: number | undefined; blocks: string; blockMs?: number | undefined }): Store {
+  if (!delays.headMs && !delays.blockMs) return inner;
   const f = new FaultyStore(inner);
-  f.add({ kind: 'latency', ops: ['putIfAbsent'], keyPrefix: prefix, ms });
+  if (delays.headMs) f.add({ kind: 'latency', ops: ['putIfAbsent'], keyPrefix: delays.heads, ms: delays.headMs });
+  if (delays.blockMs) f.add({ kind: 'latency', ops: ['put', 'putIfAbsent'], keyPrefix: delays.blocks, ms: delays.blockMs });
   return f;
 }
