@@ -47,7 +47,7 @@ async function diffOf(objects: ObjectStore, a: string, b: string): Promise<Chang
   return out;
 }
 
-test('fork: 2,000 files + 50 MB, O(1) store work, same files, independent afterwards', async () => {
+test('fork: 2,000 files + 50 MB, O(1) store work (counted in requests), same files, independent afterwards', async () => {
   const work = await mkdtemp(join(FAST_TMP, 'homefs-ops-fork-'));
   try {
     const src = join(work, 'src');
@@ -68,7 +68,6 @@ test('fork: 2,000 files + 50 MB, O(1) store work, same files, independent afterw
     assert.deepEqual(writes.map((c) => c.op).sort(), ['put', 'putIfAbsent'], 'one snapshot object and one HEAD generation');
     assert.ok(rec.calls.every((c) => !c.key.includes('/blocks/')), 'no block is touched');
     assert.ok(rec.calls.length <= 9, `a handful of store calls (one of them lists the source's fsync log), got ${rec.calls.length}: ${rec.calls.map((c) => `${c.op} ${c.key}`).join(', ')}`);
-    assert.ok(r.ms < 100, `fork store work ${r.ms.toFixed(1)} ms < 100 ms`);
     assert.equal(await countFiles(join(work, 'store/acme/blocks')), blocksBefore, 'no blocks copied');
     assert.equal(await countFiles(join(work, 'store/acme/meta')), metaBefore + 1, 'one new meta object (the snapshot)');
 
