@@ -188,6 +188,8 @@ test('logrotate with mount-helper/homefs.logrotate: the daemon reopens daemon.lo
   assert.match(fresh, /"msg":"sealed"/);
   assert.match(old, /"msg":"mounted"/);
   assert.doesNotMatch(old, /"msg":"sealed"|log file reopened/, 'nothing written to the rotated file after SIGHUP');
-  assert.equal((await h.status(mnt)).state, 'active');
+  // Still serving: active, or parked if this ran slower than the 10 s idle threshold (a loaded machine).
+  const st = (await h.status(mnt)).state;
+  assert.ok(st === 'active' || st === 'parked', `state ${String(st)}`);
   await h.sleep(mnt);
 });
