@@ -155,6 +155,12 @@ test('putInMemory: served from memory with no disk file; written to disk when th
     await c.flush();
     assert.deepEqual(c.diskOrder(), [`meta/${ha}`], 'the evicted object went to disk');
     assert.deepEqual(await c.get('meta', ha), a);
+    const big = Buffer.alloc(6000, 3); // more than the whole memory cache
+    const hbig = hashBuffer(big);
+    c.putInMemory('block', hbig, big);
+    await c.flush();
+    assert.ok(c.diskOrder().includes(`block/${hbig}`), 'an object the memory cache cannot take goes to disk at once');
+    assert.deepEqual(await c.get('block', hbig), big);
     assert.equal(store.getCount(), 0, 'never fetched');
     await c.close();
   });

@@ -294,6 +294,9 @@ export class BlockCache {
     if (this.index.has(k) || this.writing.has(k) || this.memory.has(k)) return;
     this.memoryOnly.add(k);
     this.memory.set(k, data);
+    if (this.memory.has(k)) return;
+    this.memoryOnly.delete(k); // larger than the whole memory cache: the LRU did not take it
+    void this.writeToDisk(kind, hash, data).catch(() => undefined);
   }
 
   private leftMemory(k: string, data: Buffer, reason: string): void {
