@@ -40,6 +40,13 @@ async function slowHeadMount(name: string): Promise<{ h: TestHome; mnt: string }
   }
 }
 
+/** A fresh host takes the home over (the old daemon was killed): each file reads as expected, then it sleeps. */
+async function takeoverReads(h: TestHome, expect: Array<[file: string, text: string, why: string]>): Promise<void> {
+  const mnt2 = await h.mount({ host: 'host2', mnt: h.mountpoint('fresh'), extra: ['--takeover'] });
+  for (const [file, text, why] of expect) assert.equal(readFileSync(path.join(mnt2, file), 'utf8'), text, why);
+  await h.sleep(mnt2);
+}
+
 /** HEAD generations of the home in its file:// store. */
 function heads(h: TestHome): number {
   return readdirSync(path.join(h.root, 'store', h.org, 'homes', h.home, 'heads')).length;
@@ -65,10 +72,7 @@ test('an fsync during a seal returns before the seal; kill -9 before the seal la
   const sync = await fsyncDuringSync(h, mnt, `${mnt}/d/e/fsynced`, 'fsynced during the seal');
   await h.kill9(mnt);
   await sync;
-  const mnt2 = await h.mount({ host: 'host2', mnt: h.mountpoint('fresh'), extra: ['--takeover'] });
-  assert.equal(readFileSync(path.join(mnt2, 'd/e/fsynced'), 'utf8'), 'fsynced during the seal', 'replayed from the segment');
-  assert.equal(readFileSync(path.join(mnt2, 'base'), 'utf8'), 'sealed first');
-  await h.sleep(mnt2);
+  await takeoverReads(h, [['d/e/fsynced', 'fsynced during the seal', 'replayed from the segment'], ['base', 'sealed first', 'the sealed base']]);
 });
 
 test('an fsync during a seal that then lands: readers and a fresh host after kill -9 see the fsync (the log tail)', async () => {
@@ -78,10 +82,7 @@ test('an fsync during a seal that then lands: readers and a fresh host after kil
   const store = ['--store', h.storeUrl];
   assert.equal(await homefsOk(['cat', h.ref, 'd/e/fsynced', ...store]), 'fsynced during the seal', 'a reader sees the tail');
   await h.kill9(mnt);
-  const mnt2 = await h.mount({ host: 'host2', mnt: h.mountpoint('fresh'), extra: ['--takeover'] });
-  assert.equal(readFileSync(path.join(mnt2, 'd/e/fsynced'), 'utf8'), 'fsynced during the seal', 'replayed from the tail');
-  assert.equal(readFileSync(path.join(mnt2, 'd/e/plain'), 'utf8'), 'unsynced', 'and what the seal holds');
-  await h.sleep(mnt2);
+  await takeoverReads(h, [['d/e/fsynced', 'fsynced during the seal', 'replayed from the tail'], ['d/e/plain', 'unsynced', 'and what the seal holds']]);
 });
 
 /** Block objects in the home's file:// store. */
@@ -113,8 +114,5 @@ test('an fsync of a file the running seal is still uploading waits for neither t
   assert.equal(syncDone, false, 'nor for the seal');
   await h.kill9(mnt);
   await sync;
-  const mnt2 = await h.mount({ host: 'host2', mnt: h.mountpoint('fresh'), extra: ['--takeover'] });
-  assert.equal(readFileSync(path.join(mnt2, 'big'), 'utf8'), 'rewritten while the seal uploads it', 'replayed from the segment');
-  assert.equal(readFileSync(path.join(mnt2, 'base'), 'utf8'), 'sealed first');
-  await h.sleep(mnt2);
+  await takeoverReads(h, [['big', 'rewritten while the seal uploads it', 'replayed from the segment'], ['base', 'sealed first', 'the sealed base']]);
 });
