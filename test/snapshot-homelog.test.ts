@@ -134,7 +134,7 @@ async function putSnapshot(store: MemoryStore, extra: { features: string[]; logT
   return id;
 }
 
-test("a log tail (segments of the generation below HEAD from HEAD's logTail.seq on) counts when HEAD's own log is empty", async () => {
+test("a log tail (segments of the generation below HEAD from HEAD's logTail.seq on) counts when HEAD's own log is empty, also under a claimant's fence", async () => {
   const store = new MemoryStore();
   const objects = new ObjectStore(store, 'acme');
   await advanceHead(store, 'acme', 'alice', null, await putSnapshot(store, { features: ['log'] }));
@@ -145,11 +145,15 @@ test("a log tail (segments of the generation below HEAD from HEAD's logTail.seq 
   assert.equal((await liveHead(objects, 'alice', () => undefined)).snapshot, tail.snapshot, 'the tail is newer than the seal');
   const own = await seedSegment(store, 1, 0, 'me', 'fsync\'d after the seal');
   assert.equal((await liveHead(objects, 'alice', () => undefined)).snapshot, own.snapshot, "HEAD's own log comes first");
-  await advanceHead(store, 'acme', 'alice', 1, sealed); // a takeover's fence: same snapshot, one generation up
   await store.delete(logKey('acme', 'alice', 1, 0));
-  assert.equal((await liveHead(objects, 'alice', () => undefined)).snapshot, sealed, 'a tail counts only under the generation its seal created');
+  await advanceHead(store, 'acme', 'alice', 1, sealed); // a claimant's fence (same snapshot), which then crashed before its replay
+  await advanceHead(store, 'acme', 'alice', 2, sealed); // and another one
+  assert.equal((await liveHead(objects, 'alice', () => undefined)).snapshot, tail.snapshot, 'the tail still counts through generations with the same snapshot');
+  await advanceHead(store, 'acme', 'alice', 3, tail.snapshot); // replayed
+  await advanceHead(store, 'acme', 'alice', 4, sealed); // a rollback to the sealed snapshot
+  assert.equal((await liveHead(objects, 'alice', () => undefined)).snapshot, sealed, 'a tail counts only through a run down to the generation its seal created');
   const noTail = await putSnapshot(store, { features: ['log'] });
-  await advanceHead(store, 'acme', 'alice', 2, noTail);
+  await advanceHead(store, 'acme', 'alice', 5, noTail);
   assert.equal((await liveHead(objects, 'alice', () => undefined)).snapshot, noTail, 'a snapshot without logTail ignores the log below');
 });
 

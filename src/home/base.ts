@@ -2,22 +2,23 @@
  * Choosing what a mount starts from. The local journal (same state directory) wins when it is based on
  * the store's HEAD; a fresh state directory starts from HEAD (or empty); a journal based on an older HEAD
  * (someone else sealed since) is sealed as a conflict snapshot first — kept, never lost — and replaced.
- * A takeover fences the previous holder by advancing HEAD one generation, so that any later seal of the
- * old holder loses the HEAD race.
+ * A claimant (`--takeover`, or a wake that finds another host's lease: the previous holder may still be
+ * writing) fences that holder by advancing HEAD one generation to the same snapshot, first, so that any later
+ * seal of the old holder loses the HEAD race.
  *
- * The home's fsync log (snapshot/homelog.ts) is replayed here. A read-write wake first claims the log of
- * HEAD's generation with a tombstone (the previous holder's next segment then fails). If the newest valid
- * segment was written by this state directory, its journal already holds it; otherwise the segment is
- * absorbed: its objects are uploaded and HEAD advances to its snapshot, which also fences the old holder.
- * When HEAD's snapshot names a log tail (segments of the generation below, written during the seal that made
- * HEAD), that log is claimed too and its tail counts when HEAD's own log is empty.
+ * The home's fsync log (snapshot/homelog.ts) is replayed here. A read-write wake then claims each log it reads
+ * with a tombstone (the previous holder's next segment then fails): HEAD's, those of the generations below
+ * that hold the same snapshot (a claimant's fence, or one that crashed before it replayed), and a log tail
+ * (segments written while the seal that made the snapshot ran). If the newest valid segment was written by
+ * this state directory, its journal already holds it; otherwise the segment is absorbed: its objects are
+ * uploaded and HEAD advances to its snapshot.
  */
 import type { Logger } from 'pino';
 import { mkdirSync, rmSync } from 'node:fs';
 import { journalTestOptions } from '../config.js';
 import { Journal } from '../inodes/journal.js';
 import { advanceHead, readHead, type HeadRecord } from '../snapshot/heads.js';
-import { claimLog, headTail, liveHead, OverlayStore, pendingSegment, segmentObjects, type Segment } from '../snapshot/homelog.js';
+import { claimLog, liveHead, OverlayStore, pendingSegment, segmentObjects, type Segment } from '../snapshot/homelog.js';
 import type { Store } from '../store/store.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import type { Snapshot, SnapshotStats } from '../model/tree.js';
@@ -51,12 +52,12 @@ class HeadMoved extends Error {}
 const WAKE_ATTEMPTS = 5;
 
 export async function chooseBase(
-  objects: ObjectStore, org: string, home: string, paths: HomePaths, fence: boolean, log: Logger,
+  objects: ObjectStore, org: string, home: string, paths: HomePaths, claimant: boolean, log: Logger,
   sealStale: (journal: Journal) => Promise<void>, writer: string | null,
 ): Promise<BaseChoice> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await chooseOnce(objects, org, home, paths, fence, log, sealStale, writer);
+      return await chooseOnce(objects, org, home, paths, claimant, log, sealStale, writer);
     } catch (e) {
       if (!(e instanceof HeadMoved)) throw e;
       if (attempt >= WAKE_ATTEMPTS) throw new UserError(`HEAD of ${org}/${home} kept moving while this mount replayed its log (another host is still writing it); mount again`);
@@ -66,12 +67,12 @@ export async function chooseBase(
 }
 
 async function chooseOnce(
-  objects: ObjectStore, org: string, home: string, paths: HomePaths, fence: boolean, log: Logger,
+  objects: ObjectStore, org: string, home: string, paths: HomePaths, claimant: boolean, log: Logger,
   sealStale: (journal: Journal) => Promise<void>, writer: string | null,
 ): Promise<BaseChoice> {
   const opened = { journal: new Journal(paths.journal, journalTestOptions()) };
   try {
-    return await choose(opened, objects, org, home, paths, fence, log, sealStale, writer);
+    return await choose(opened, objects, org, home, paths, claimant, log, sealStale, writer);
   } catch (e) {
     if (e instanceof HeadMoved) await opened.journal.close();
     throw e;
@@ -88,20 +89,33 @@ async function advance(objects: ObjectStore, org: string, home: string, h: HeadR
 }
 
 async function choose(
-  opened: { journal: Journal }, objects: ObjectStore, org: string, home: string, paths: HomePaths, fence: boolean, log: Logger,
+  opened: { journal: Journal }, objects: ObjectStore, org: string, home: string, paths: HomePaths, claimant: boolean, log: Logger,
   sealStale: (journal: Journal) => Promise<void>, writer: string | null,
 ): Promise<BaseChoice> {
   let journal = opened.journal;
-  let head = await readHead(objects.store, org, home);
-  // Claim the log of HEAD's generation (read-write mounts only) and find what was fsync'd since HEAD.
-  let claimed: { gen: number; tombstone: number } | null = null;
+  const found = await readHead(objects.store, org, home);
+  let head = found;
+  // A claimant fences first: HEAD advances to the same snapshot before any tombstone, so a seal of a holder
+  // still writing (past its last look at its segments) loses the HEAD race instead of publishing what a
+  // fsync fenced by that tombstone held. The log of `found` still counts under the new generation.
+  let created: number | null = null;
+  if (found && writer !== null && claimant) {
+    created = await advance(objects, org, home, found, found.snapshot);
+    head = { gen: created, snapshot: found.snapshot };
+    log.info({ org, home, gen: created }, 'took the home over: HEAD advanced to fence the previous holder');
+  }
+  // Claim every log the wake reads (read-write mounts only), then find what was fsync'd since HEAD.
+  let own: { gen: number; tombstone: number } | null = null;
   let seg: Segment | null = null;
   if (head && writer !== null) {
-    const [c, tail] = await Promise.all([claimLog(objects.store, org, home, head.gen, writer), headTail(objects.store, org, head)]);
-    // HEAD's log tail (segments written while the seal that made HEAD ran) is claimed too: its writer may still write.
-    const t = tail ? await claimLog(objects.store, org, home, tail.gen, writer) : null;
-    claimed = { gen: head.gen, tombstone: c.tombstone };
-    seg = await pendingSegment(objects.store, org, home, head, (msg) => log.error({ org, home }, msg), c.seqs, t?.seqs);
+    const h = head;
+    const claim = async (gen: number): Promise<readonly number[]> => {
+      if (gen === created) return []; // a generation this wake created: its log is empty, and only this mount writes it
+      const c = await claimLog(objects.store, org, home, gen, writer);
+      if (gen === h.gen) own = { gen, tombstone: c.tombstone };
+      return c.seqs;
+    };
+    seg = await pendingSegment(objects.store, org, home, h, (msg) => log.error({ org, home }, msg), claim, found?.gen);
   }
   // A read-only mount claims and replays nothing, but shows what was fsync'd since HEAD (its caller reads
   // through a store that serves that segment's objects: `readOnlyStore`).
@@ -124,18 +138,15 @@ async function choose(
       const m = journal.getMeta<{ gen: number; seq: number }>(LOG_SEQ);
       return s.writer === writer && m?.gen === s.gen && m.seq >= s.seq;
     };
-    if (base.gen === (head?.gen ?? null) && !(seg && !mine(seg))) {
-      if (fence && head) {
-        const gen = seg ? (await absorb(head, seg)).gen : await advance(objects, org, home, head, head.snapshot);
-        if (!seg) log.info({ org, home, gen }, 'took the home over: HEAD advanced to fence the previous holder');
-        const snapshot = seg ? seg.snapshot : head.snapshot;
-        if (journal.getMeta<number>(LOG_OK) === head.gen) journal.setMeta(LOG_OK, gen);
-        head = { gen, snapshot };
-        journal.setBase({ snapshot, gen });
+    if (base.gen === (found?.gen ?? null) && !(seg && !mine(seg))) {
+      if (head && found && created !== null) {
+        // Rebased onto the generation this wake created: the same snapshot, so every block it calls sealed is still referenced.
+        if (journal.getMeta<number>(LOG_OK) === found.gen) journal.setMeta(LOG_OK, created);
+        journal.setBase({ snapshot: head.snapshot, gen: created });
       }
-      return { journal, rootTree: null, log: await logFor(objects, head, claimed) };
+      return { journal, rootTree: null, log: writer === null ? null : await logFor(objects, head, own) };
     }
-    if (head && seg && base.gen === head.gen) head = await absorb(head, seg);
+    if (head && seg && base.gen === found?.gen) head = await absorb(head, seg);
     if (journal.changedCount > 0) {
       log.warn({ org, home, localGen: base.gen, headGen: head?.gen }, 'HEAD moved since this state directory last sealed; keeping local changes as a conflict snapshot');
       await sealStale(journal);
@@ -147,12 +158,7 @@ async function choose(
     journal = new Journal(paths.journal, journalTestOptions());
     opened.journal = journal;
   }
-  if (head && seg && !advanced && head.gen === claimed?.gen) head = await absorb(head, seg);
-  if (fence && head && !advanced) {
-    const gen = await advance(objects, org, home, head, head.snapshot);
-    head = { gen, snapshot: head.snapshot };
-    log.info({ org, home, gen }, 'took the home over: HEAD advanced to fence the previous holder');
-  }
+  if (head && seg && !advanced) head = await absorb(head, seg);
   let rootTree: string | null = null;
   let rootAttrs: Snapshot['rootAttrs'];
   if (head) {
@@ -163,16 +169,18 @@ async function choose(
     journal.setMeta(LOG_OK, head.gen);
   }
   journal.setBase({ snapshot: shown?.snapshot ?? head?.snapshot ?? null, gen: head?.gen ?? null });
-  return { journal, rootTree, ...(rootAttrs ? { rootAttrs } : {}), log: await logFor(objects, head, claimed) };
+  return { journal, rootTree, ...(rootAttrs ? { rootAttrs } : {}), log: writer === null ? null : await logFor(objects, head, own) };
 }
 
-/** The log this mount writes to: HEAD's generation, if HEAD's snapshot requires readers to know logs. */
-async function logFor(objects: ObjectStore, head: HeadRecord | null, claimed: { gen: number; tombstone: number } | null): Promise<BaseChoice['log']> {
-  if (!head || claimed === null) return null;
+/**
+ * The log this mount writes to: HEAD's generation, if HEAD's snapshot requires readers to know logs; after
+ * the tombstone `own` if this wake claimed HEAD's log, else (a generation this wake created) from 0.
+ */
+async function logFor(objects: ObjectStore, head: HeadRecord | null, own: { gen: number; tombstone: number } | null): Promise<BaseChoice['log']> {
+  if (!head) return null;
   const snap = await objects.getSnapshot(head.snapshot);
   if (!snap.features?.includes('log')) return null;
-  // A generation this mount created itself (absorb, takeover) has an empty log nobody else can have claimed first.
-  return { gen: head.gen, nextSeq: head.gen === claimed.gen ? claimed.tombstone + 1 : 0, chained: snap.features.includes('log-chain') };
+  return { gen: head.gen, nextSeq: own?.gen === head.gen ? own.tombstone + 1 : 0, chained: snap.features.includes('log-chain') };
 }
 
 /**

@@ -225,8 +225,9 @@ export class MountedHome {
       const contentOpts = { readaheadBlocks: defaults.readaheadBlocks, quotaBytes: cfg.quotaBytes, kernelOwnsTimes: !cfg.readOnly };
       const lease = cfg.readOnly ? undefined : await MountedHome.claimLease(cfg, store, paths, log);
       if (lease) undo.push(() => lease.release());
-      const fence = lease !== undefined && cfg.takeover;
-      const choice = await chooseBase(objects, cfg.org, cfg.home, paths, fence, log, async (stale) => {
+      // A claimant fences the previous holder first (base.ts): it may still be writing.
+      const claimant = lease !== undefined && (cfg.takeover || lease.foundOther);
+      const choice = await chooseBase(objects, cfg.org, cfg.home, paths, claimant, log, async (stale) => {
         const c = new Content(stale, upper, blocks, contentOpts);
         try {
           const staleFence = { gc: new GcFence(store, cfg.org), observed: null };

@@ -24,6 +24,8 @@ export class Lease {
   private timer: NodeJS.Timeout | undefined;
   /** Set when another holder took the lease over: this mount must stop advancing HEAD. */
   lost = false;
+  /** Set by `acquire` when it found another holder's lease, live or expired (not released): that holder may still write. */
+  foundOther = false;
   /** Monotonic time (ms) of the last read of the lease that showed it is still this holder's (or of acquiring it). */
   private confirmedAt = -Infinity;
 
@@ -58,7 +60,8 @@ export class Lease {
   /** Claims the lease. Returns whether a live lease of another holder was taken over. */
   async acquire(takeover: boolean): Promise<boolean> {
     const cur = await this.read();
-    const live = cur !== null && cur.token !== this.token && cur.expiresAt > Date.now();
+    this.foundOther = cur !== null && cur.token !== this.token;
+    const live = this.foundOther && cur !== null && cur.expiresAt > Date.now();
     if (live && !takeover) {
       const left = Math.ceil((cur.expiresAt - Date.now()) / 1000);
       throw new UserError(`${this.org}/${this.home} is mounted read-write on host ${cur.host} (pid ${cur.pid}, ${cur.mountpoint}); its lease expires in ${left}s unless renewed — unmount it there, or pass --takeover if that host is dead`);

@@ -22,6 +22,7 @@ import { ForwardingStore } from '../store/forwarding.js';
 import { FormatError, NotFoundError } from '../util/errors.js';
 import { readHead, type HeadRecord } from './heads.js';
 import { ObjectStore } from './objects.js';
+import type { Snapshot } from '../model/tree.js';
 
 const SEGMENT_MAGIC = Buffer.from('HFSG', 'latin1');
 const TOMBSTONE_MAGIC = Buffer.from('HFTB', 'latin1');
@@ -271,57 +272,49 @@ export interface LiveHead {
   objects: ObjectStore;
 }
 
-/** How many generations back `orphanedSegment` looks. */
-const ORPHAN_DEPTH = 16;
+/** How many generations `pendingSegment` looks back through while HEAD's snapshot stays the same. */
+const RUN_DEPTH = 16;
 
-/**
- * A log left under an earlier generation whose HEAD has the same snapshot as `head`: an older homefs that
- * does not know logs, mounting with --takeover, advances HEAD to the same snapshot (its fence) before it
- * reads the snapshot and refuses it. That log was never absorbed (an absorbing seal or replay changes the
- * snapshot), so it still holds what was fsync'd. One GET of the previous generation when there is none.
- */
-export async function orphanedSegment(store: Store, org: string, home: string, head: HeadRecord, warn: (msg: string) => void): Promise<Segment | null> {
-  for (let gen = head.gen - 1; gen >= 0 && gen >= head.gen - ORPHAN_DEPTH; gen--) {
-    const rec = await store.get(headKey(org, home, gen)).catch((e: unknown) => {
-      if (e instanceof NotFoundError) return null;
-      throw e;
-    });
-    if (rec === null || rec.toString('latin1') !== head.snapshot) return null;
-    const seqs = await listLog(store, org, home, gen);
-    const s = seqs.length > 0 ? await newestSegment(store, org, home, gen, seqs, warn) : null;
-    if (s) return s;
-  }
-  return null;
+/** How `pendingSegment` gets a log's sequence numbers (newest first) before it reads them: a reader lists, a wake claims. */
+export type LogLister = (gen: number) => Promise<readonly number[]>;
+
+/** Whether generation `gen` of the home exists and holds `snapshot`. */
+async function sameHead(store: Store, org: string, home: string, gen: number, snapshot: string): Promise<boolean> {
+  const rec = await store.get(headKey(org, home, gen)).catch((e: unknown) => {
+    if (e instanceof NotFoundError) return null;
+    throw e;
+  });
+  return rec !== null && rec.toString('latin1') === snapshot;
 }
 
 /**
- * The log tail HEAD's snapshot names (Snapshot.logTail: segments of the generation below HEAD written while
- * that snapshot was sealed), when HEAD is the generation that seal created; else null.
- */
-export async function headTail(store: Store, org: string, head: HeadRecord): Promise<{ gen: number; seq: number } | null> {
-  const snap = await new ObjectStore(store, org).getSnapshot(head.snapshot);
-  const t = snap.logTail;
-  return t && t.gen + 1 === head.gen ? t : null;
-}
-
-/**
- * What was fsync'd since HEAD: the newest valid segment of HEAD's generation; else the newest valid one of
- * HEAD's log tail (`headTail`: written during the seal that made HEAD, after it captured, so newer than it);
- * else an orphaned one (`orphanedSegment`). `seqs` and `tailSeqs` are listings the caller already made.
+ * What was fsync'd since HEAD (format.md "Log segments"). HEAD's snapshot S may sit on a *run* of generations
+ * that all hold S: a claimant advances HEAD to the same snapshot before it claims and replays the log (its
+ * fence, base.ts), and an older homefs's --takeover does the same. Nothing absorbed the logs of such a run
+ * (an absorbing seal or replay changes the snapshot), so from HEAD's generation down through the run (up to
+ * 16): the newest valid segment of that generation's log; at the generation S's seal created (`logTail.gen +
+ * 1`), the newest valid one of its log tail (`logTail.seq` on: written during that seal, after it captured, so
+ * newer than S). `list` gives each log's sequence numbers (a wake claims each log before it reads it);
+ * generations `gen > known` of the run are known to hold S (no look at their HEAD record).
  */
 export async function pendingSegment(
-  store: Store, org: string, home: string, head: HeadRecord, warn: (msg: string) => void, seqs?: readonly number[], tailSeqs?: readonly number[],
+  store: Store, org: string, home: string, head: HeadRecord, warn: (msg: string) => void,
+  list: LogLister = (gen) => listLog(store, org, home, gen), known: number = head.gen,
 ): Promise<Segment | null> {
-  const own = seqs ?? (await listLog(store, org, home, head.gen));
-  const mine = own.length > 0 ? await newestSegment(store, org, home, head.gen, own, warn) : null;
-  if (mine) return mine;
-  const tail = await headTail(store, org, head);
-  if (tail) {
-    const after = (tailSeqs ?? (await listLog(store, org, home, tail.gen))).filter((q) => q >= tail.seq);
-    const t = after.length > 0 ? await newestSegment(store, org, home, tail.gen, after, warn) : null;
-    if (t) return t;
+  let snapshot: Promise<Snapshot> | null = null; // read once a log of the run holds no segment
+  for (let gen = head.gen; gen >= 0 && gen >= head.gen - RUN_DEPTH; gen--) {
+    if (gen < known && !(await sameHead(store, org, home, gen, head.snapshot))) return null;
+    const seqs = await list(gen);
+    const s = seqs.length > 0 ? await newestSegment(store, org, home, gen, seqs, warn) : null;
+    if (s) return s;
+    snapshot ??= new ObjectStore(store, org).getSnapshot(head.snapshot);
+    const t = (await snapshot).logTail;
+    if (t && t.gen + 1 === gen) {
+      const after = (await list(t.gen)).filter((q) => q >= t.seq);
+      return after.length > 0 ? newestSegment(store, org, home, t.gen, after, warn) : null;
+    }
   }
-  return orphanedSegment(store, org, home, head, warn);
+  return null;
 }
 
 /** What every reader of a home sees: HEAD plus what was fsync'd since (the newest valid segment). */
