@@ -13,17 +13,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { hashBuffer } from '../src/hash/blake3.js';
 import { chooseBase } from '../src/home/base.js';
 import { homePaths } from '../src/home/paths.js';
-import { encodeSnapshot, encodeTree } from '../src/snapshot/codec.js';
 import { advanceHead } from '../src/snapshot/heads.js';
-import { createEntry, encodeSegment } from '../src/snapshot/homelog.js';
 import { ObjectStore } from '../src/snapshot/objects.js';
 import { ForwardingStore } from '../src/store/forwarding.js';
-import { logKey, metaKey } from '../src/store/keys.js';
 import { MemoryStore } from '../src/store/memory.js';
 import type { ObjectInfo } from '../src/store/store.js';
+import { putLogSnapshot, writeSegment } from '../test/support/logseed.js';
 
 /** Counts requests as `op kind` (kind: heads, log, meta, block, other). */
 class CountingStore extends ForwardingStore {
@@ -54,30 +51,11 @@ class CountingStore extends ForwardingStore {
 
 const ORG = 'bench';
 const HOME = 'alice';
-const TIME = '2026-12-01T00:00:00.000Z';
-
 /** A store with HEAD 0 (an empty root) and, if `pending`, one segment of log 0 written by another host. */
 async function seeded(pending: boolean): Promise<MemoryStore> {
   const store = new MemoryStore();
-  const put = async (data: Buffer): Promise<string> => {
-    const id = hashBuffer(data);
-    await store.put(metaKey(ORG, id), data);
-    return id;
-  };
-  const emptyRoot = await put(encodeTree({ entries: [] }));
-  const head = await put(encodeSnapshot({ root: emptyRoot, parent: null, home: `${ORG}/${HOME}`, time: TIME, host: 'h', stats: { files: 0, dirs: 1, bytes: 0 }, features: ['log'] }));
-  await advanceHead(store, ORG, HOME, null, head);
-  if (pending) {
-    const data = Buffer.from('fsync\'d by the old holder');
-    const bh = hashBuffer(data);
-    const tree = encodeTree({ entries: [{ name: 'f', kind: 'file', mode: 0o644, uid: 0, gid: 0, size: data.length, mtimeNs: 1n, ctimeNs: 1n, blocks: [bh] }] });
-    const snap = encodeSnapshot({ root: hashBuffer(tree), parent: head, home: `${ORG}/${HOME}`, time: TIME, host: 'h', stats: { files: 1, dirs: 1, bytes: data.length }, features: ['log'] });
-    const seg = encodeSegment({
-      home: `${ORG}/${HOME}`, gen: 0, seq: 0, writer: 'old holder', snapshot: hashBuffer(snap), time: TIME, chain: [],
-      objects: [{ kind: 'block', hash: bh, data }, { kind: 'meta', hash: hashBuffer(tree), data: tree }, { kind: 'meta', hash: hashBuffer(snap), data: snap }],
-    });
-    await createEntry(store, logKey(ORG, HOME, 0, 0), seg);
-  }
+  await advanceHead(store, ORG, HOME, null, await putLogSnapshot(store, ORG, HOME));
+  if (pending) await writeSegment(store, ORG, HOME, 0, 0, 'old holder', 'fsync\'d by the old holder');
   return store;
 }
 

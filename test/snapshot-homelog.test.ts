@@ -17,6 +17,7 @@ import { ObjectStore } from '../src/snapshot/objects.js';
 import { logKey } from '../src/store/keys.js';
 import { MemoryStore } from '../src/store/memory.js';
 import { FormatError } from '../src/util/errors.js';
+import { writeSegment } from './support/logseed.js';
 
 const dir = new URL('../../test/fixtures/format/', import.meta.url);
 const KEY = { home: 'acme/alice', gen: 7, seq: 3 };
@@ -70,15 +71,9 @@ test('snapshot version 2: an unknown required feature is refused with one line t
 });
 
 async function seedSegment(store: MemoryStore, gen: number, seq: number, writer: string, content: string): Promise<Segment> {
-  const data = Buffer.from(content);
-  const bh = hashBuffer(data);
-  const { encodeTree } = await import('../src/snapshot/codec.js');
-  const tree = encodeTree({ entries: [{ name: 'f', kind: 'file', mode: 0o644, uid: 0, gid: 0, size: data.length, mtimeNs: 1n, ctimeNs: 1n, blocks: [bh] }] });
-  const th = hashBuffer(tree);
-  const snap = encodeSnapshot({ root: th, parent: null, home: 'acme/alice', time: '2026-12-01T00:00:00.000Z', host: 'h', stats: { files: 1, dirs: 1, bytes: data.length }, features: ['log'] });
-  const seg: Segment = { home: 'acme/alice', gen, seq, writer, snapshot: hashBuffer(snap), time: '2026-12-01T00:00:00.000Z', chain: [], objects: [{ kind: 'block', hash: bh, data }, { kind: 'meta', hash: th, data: tree }, { kind: 'meta', hash: hashBuffer(snap), data: snap }] };
-  assert.equal(await createEntry(store, logKey('acme', 'alice', gen, seq), encodeSegment(seg)), true);
-  return seg;
+  const { segment, created } = await writeSegment(store, 'acme', 'alice', gen, seq, writer, content);
+  assert.equal(created, true);
+  return segment;
 }
 
 test('readers see the newest valid segment; a corrupted newest one is skipped with one warning; a claim fences the old writer', async () => {
