@@ -10,10 +10,11 @@
  * (written by a host that wakes or takes over, at the next free sequence number) makes the previous
  * holder's next segment fail, so nothing a fenced holder writes is ever counted.
  *
- * Readers use `liveHead`: HEAD, plus the newest valid segment of HEAD's generation, with an ObjectStore
- * that serves the segment's objects (its chain's included). Segments that are truncated, corrupted, for
- * another home or generation, from a newer format, or whose chain is not whole are rejected with one
- * warning each and skipped.
+ * Readers use `liveHead`: HEAD, plus the newest valid segment of HEAD's generation (else of the
+ * generations below with HEAD's snapshot, or of a log tail: `pendingSegment`), with an ObjectStore that
+ * serves the segment's objects (its chain's included). Segments that are truncated, corrupted, for another
+ * home or generation, from a newer format, or whose chain is not whole are rejected with one warning each
+ * and skipped.
  */
 import { hashBuffer } from '../hash/blake3.js';
 import { blockKey, headKey, logKey, logPrefix, logsPrefix, metaKey, decodeGen } from '../store/keys.js';
@@ -295,7 +296,7 @@ async function sameHead(store: Store, org: string, home: string, gen: number, sn
  * 16): the newest valid segment of that generation's log; at the generation S's seal created (`logTail.gen +
  * 1`), the newest valid one of its log tail (`logTail.seq` on: written during that seal, after it captured, so
  * newer than S). `list` gives each log's sequence numbers (a wake claims each log before it reads it);
- * generations `gen > known` of the run are known to hold S (no look at their HEAD record).
+ * generations from `known` up are known to hold S (no look at their HEAD record).
  */
 export async function pendingSegment(
   store: Store, org: string, home: string, head: HeadRecord, warn: (msg: string) => void,
