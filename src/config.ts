@@ -43,9 +43,10 @@ export function journalTestOptions(env: NodeJS.ProcessEnv = process.env): { kill
 }
 
 /**
- * Test fault injection, for the tests of fsync during a seal only: HOMEFS_TEST_HEAD_DELAY_MS=n makes every
- * HEAD write of a mounted home wait n ms before it goes to the store (a seal that is slow to commit);
- * HOMEFS_TEST_BLOCK_DELAY_MS=n does the same to every block write (a seal slow to upload).
+ * Test fault injection, for the tests of fsync during a seal and of the fencing race only
+ * (test/mount-fsync-seal.test.ts): HOMEFS_TEST_HEAD_DELAY_MS=n makes every HEAD write of a mounted home wait
+ * n ms before it goes to the store (a seal that is slow to commit); HOMEFS_TEST_BLOCK_DELAY_MS=n does the
+ * same to every block write (a seal slow to upload, or a wake slow to replay the log).
  */
 export function storeTestOptions(env: NodeJS.ProcessEnv = process.env): { headDelayMs?: number; blockDelayMs?: number } {
   const ms = (v: string | undefined): number | undefined => {
