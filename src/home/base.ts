@@ -110,12 +110,12 @@ async function choose(
   if (head && writer !== null) {
     const h = head;
     const claim = async (gen: number): Promise<readonly number[]> => {
-      if (gen === created) return []; // a generation this wake created: its log is empty, and only this mount writes it
       const c = await claimLog(objects.store, org, home, gen, writer);
       if (gen === h.gen) own = { gen, tombstone: c.tombstone };
       return c.seqs;
     };
-    seg = await pendingSegment(objects.store, org, home, h, (msg) => log.error({ org, home }, msg), claim, found?.gen);
+    // From `found` down: the log of the generation this wake created is empty, and only this mount writes it.
+    seg = await pendingSegment(objects.store, org, home, h, (msg) => log.error({ org, home }, msg), { list: claim, ...(found ? { from: found.gen } : {}), prefetch: true });
   }
   // A read-only mount claims and replays nothing, but shows what was fsync'd since HEAD (its caller reads
   // through a store that serves that segment's objects: `readOnlyStore`).

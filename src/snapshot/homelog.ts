@@ -292,24 +292,29 @@ async function sameHead(store: Store, org: string, home: string, gen: number, sn
  * What was fsync'd since HEAD (format.md "Log segments"). HEAD's snapshot S may sit on a *run* of generations
  * that all hold S: a claimant advances HEAD to the same snapshot before it claims and replays the log (its
  * fence, base.ts), and an older homefs's --takeover does the same. Nothing absorbed the logs of such a run
- * (an absorbing seal or replay changes the snapshot), so from HEAD's generation down through the run (up to
+ * (an absorbing seal or replay changes the snapshot), so from generation `from` down through the run (up to
  * 16): the newest valid segment of that generation's log; at the generation S's seal created (`logTail.gen +
  * 1`), the newest valid one of its log tail (`logTail.seq` on: written during that seal, after it captured, so
- * newer than S). `list` gives each log's sequence numbers (a wake claims each log before it reads it);
- * generations from `known` up are known to hold S (no look at their HEAD record).
+ * newer than S). Options: `list` gives each log's sequence numbers (a wake claims each log before it reads
+ * it); `from` below HEAD's generation: the generations above it are a claimant's own fence (same snapshot,
+ * empty logs), and generation `from` is known to hold S; `prefetch` reads S at once, in parallel with the
+ * first log (a wake reads it anyway), instead of only once a log of the run holds no segment.
  */
 export async function pendingSegment(
   store: Store, org: string, home: string, head: HeadRecord, warn: (msg: string) => void,
-  list: LogLister = (gen) => listLog(store, org, home, gen), known: number = head.gen,
+  opts: { list?: LogLister; from?: number; prefetch?: boolean } = {},
 ): Promise<Segment | null> {
-  let snapshot: Promise<Snapshot> | null = null; // read once a log of the run holds no segment
-  for (let gen = head.gen; gen >= 0 && gen >= head.gen - RUN_DEPTH; gen--) {
-    if (gen < known && !(await sameHead(store, org, home, gen, head.snapshot))) return null;
+  const list = opts.list ?? ((gen: number) => listLog(store, org, home, gen));
+  const from = opts.from ?? head.gen;
+  let snapshot: Promise<Snapshot> | null = null;
+  const snap = (): Promise<Snapshot> => (snapshot ??= new ObjectStore(store, org).getSnapshot(head.snapshot));
+  if (opts.prefetch) snap().catch(() => undefined); // (awaited below, if needed)
+  for (let gen = from; gen >= 0 && gen >= head.gen - RUN_DEPTH; gen--) {
+    if (gen < from && !(await sameHead(store, org, home, gen, head.snapshot))) return null;
     const seqs = await list(gen);
     const s = seqs.length > 0 ? await newestSegment(store, org, home, gen, seqs, warn) : null;
     if (s) return s;
-    snapshot ??= new ObjectStore(store, org).getSnapshot(head.snapshot);
-    const t = (await snapshot).logTail;
+    const t = (await snap()).logTail;
     if (t && t.gen + 1 === gen) {
       const after = (await list(t.gen)).filter((q) => q >= t.seq);
       return after.length > 0 ? newestSegment(store, org, home, t.gen, after, warn) : null;
