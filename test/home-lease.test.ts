@@ -1,7 +1,8 @@
 /**
  * `Lease.confirmed` (home/lease.ts): a log segment is written only within the lease TTL of a look that
  * showed the lease still this holder's. Right after acquiring it is confirmed; once the last look is older
- * than the TTL it looks again, and a lease taken over meanwhile makes it answer false (lost).
+ * than the TTL it looks again, and a lease taken over meanwhile makes it answer false (lost). `foundOther`
+ * says whether acquiring found another holder's lease (a claimant, home/base.ts).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -27,4 +28,27 @@ test('confirmed(): true after acquire; past the TTL it looks again and sees a ta
   } finally {
     lease.stop();
   }
+});
+
+test('acquire(): foundOther tells a wake whether another holder\'s lease (live or expired, not released) was there', async () => {
+  const store = new MemoryStore();
+  const make = (token: string): Lease => new Lease(store, 'acme', 'alice', token, '/mnt', 60_000, () => undefined);
+  const first = make('token-a');
+  await first.acquire(false);
+  first.stop();
+  assert.equal(first.foundOther, false, 'no lease before');
+  await store.put(leaseKey('acme', 'alice'), Buffer.from(JSON.stringify({ token: 'token-a', host: 'h1', pid: 1, mountpoint: '/m', expiresAt: Date.now() - 1000 })));
+  const second = make('token-b');
+  await second.acquire(false);
+  second.stop();
+  assert.equal(second.foundOther, true, "another host's expired lease: it may still write");
+  await second.release();
+  const third = make('token-c');
+  await third.acquire(false);
+  third.stop();
+  assert.equal(third.foundOther, false, 'a released lease');
+  const again = make('token-c');
+  await again.acquire(false);
+  again.stop();
+  assert.equal(again.foundOther, false, 'its own lease (the same state directory)');
 });
