@@ -112,9 +112,9 @@ class S3Home:
         p = subprocess.run([BIN, 'push', src, self.home, '--store', self.direct], capture_output=True, timeout=300)
         eq(p.returncode, 0, f'homefs push: {p.stderr.decode().strip()}')
 
-    def mount(self, fsync='store'):
+    def mount(self, fsync='store', extra=()):
         cache, state, mnt = self.env.fresh_dirs(self.home.split('/')[1])
-        self.env.mount(self.home, mnt, cache, state, store_url=self.url, extra=('--fsync', fsync, '--takeover'))
+        self.env.mount(self.home, mnt, cache, state, store_url=self.url, extra=('--fsync', fsync, '--takeover', *extra))
         self.mnts.append(mnt)
         self.pid = int(self.env.status(mnt)['pid'])
         return mnt
@@ -313,6 +313,34 @@ def _(t):
         mnt2 = h.mount()
         eq(read(os.path.join(mnt2, 'precious')), b'must not be acknowledged while the store is down',
            'fsynced data on a fresh host')
+    finally:
+        h.close()
+
+
+@check('faults.log_parked_costs_no_requests', needs=('homefs', 's3'), timeout=240)
+def _(t):
+    """The fsync log (issue 12) costs nothing while the home is parked: with fsync'd segments pending and no
+    seal due (--idle-seal 1h), a parked mount sends the store nothing but its lease renewals."""
+    h = S3Home(t, 'logparked')
+    try:
+        mnt = h.mount('store', extra=('--park-after', '1s', '--idle-seal', '1h'))
+        for i in range(4):  # the first seals (a new home has no log yet), the others go to the log
+            fd = os.open(os.path.join(mnt, f'f{i}'), os.O_WRONLY | os.O_CREAT, 0o644)
+            os.write(fd, random.Random(i).randbytes(3000 + i))
+            os.fsync(fd)
+            os.close(fd)
+        lg = subprocess.run([BIN, 'log', h.home, '--store', h.direct], capture_output=True, timeout=60)
+        true(b"fsync'd, log segment" in lg.stdout, f'fsyncs went to the log: {lg.stdout.decode()[:300]}')
+        t0 = time.monotonic()  # the window starts before the park: parking must not send anything either
+        while h.env.status(mnt)['state'] != 'parked':
+            true(time.monotonic() < t0 + 60, 'the mount did not park within 60 s of its last request')
+            time.sleep(0.2)
+        time.sleep(max(0.0, t0 + 15 - time.monotonic()))  # longer than one lease renewal period (TTL / 3)
+        eq(h.env.status(mnt)['state'], 'parked', 'still parked after the window')
+        reqs = h.proxy.requests_since(t0)
+        lease = [r for r in reqs if r[1].split('?')[0].endswith('/LEASE')]
+        true(lease, f'the proxy saw the lease renewals in the window (it saw {len(reqs)} requests)')
+        eq([r for r in reqs if r not in lease], [], 'requests other than the lease while parked with a pending log')
     finally:
         h.close()
 

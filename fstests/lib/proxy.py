@@ -176,6 +176,12 @@ class FaultProxy:
         kind = 'blocks' if '/blocks/' in path else 'meta' if '/meta/' in path else 'homes' if '/homes/' in path else 'other'
         with self.lock:
             self.counts[(method, kind)] = self.counts.get((method, kind), 0) + 1
+            self.log.append((time.monotonic(), method, path))
+
+    def requests_since(self, t0):
+        """(method, path) of every request that arrived at or after monotonic time t0."""
+        with self.lock:
+            return [(m, p) for t, m, p in self.log if t >= t0]
 
     def count(self, method, kind):
         with self.lock:
