@@ -19,7 +19,8 @@ static napi_value init(napi_env env, napi_value exports) {
     F("replyOpen", hf_reply_open), F("replyWrite", hf_reply_write), F("replyBuf", hf_reply_buf),
     F("replyXattrSize", hf_reply_xattr_size), F("replyStatfs", hf_reply_statfs),
     F("replyLseek", hf_reply_lseek), F("replyDir", hf_reply_dir), F("ctx", hf_req_ctx),
-    F("writeBufferStats", hf_wbuf_stats),
+    F("writeBufferStats", hf_wbuf_stats), F("markNoXattrs", hf_noxattr_mark),
+    F("revokeNoXattrs", hf_noxattr_revoke), F("nativeReplies", hf_noxattr_stats),
 #undef F
   };
   if (napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props) != napi_ok) return NULL;

@@ -275,9 +275,11 @@ static void ll_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
   a[4] = num(env, flags); END(OP_SETXATTR, 5);
 }
 static void ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size) {
+  if (hf_noxattr_getxattr(S(req), req, ino)) return;
   BEGIN(4); a[1] = u64(env, ino); a[2] = str(env, name); a[3] = num(env, (double)size); END(OP_GETXATTR, 4);
 }
 static void ll_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  if (hf_noxattr_listxattr(S(req), req, ino, size)) return;
   BEGIN(3); a[1] = u64(env, ino); a[2] = num(env, (double)size); END(OP_LISTXATTR, 3);
 }
 static void ll_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name) {

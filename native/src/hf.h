@@ -64,6 +64,7 @@ typedef struct hf_session {
   int rbuf;                    /* the pool buffer (wbuf.c) requests are read into, -1: `own` */
   char *own;                   /* the session's own receive buffer, when the pool has none to spare */
   int lend;                    /* pool buffer that the request being dispatched takes (a WRITE), else -1 */
+  uint64_t *noxattr;           /* inodes known to have no xattrs (noxattr.c), NULL until the first mark */
 } hf_session;
 
 /* slots.c: the table of outstanding requests. */
@@ -89,6 +90,8 @@ napi_value hf_unmount(napi_env env, napi_callback_info info);
 napi_value hf_inval_inode(napi_env env, napi_callback_info info);
 napi_value hf_inval_entry(napi_env env, napi_callback_info info);
 void hf_session_teardown(hf_session *s, const char *reason, int external, int exiting);
+/* The mounted session a JS session handle names, or NULL (unmounted). */
+hf_session *hf_get_session(napi_env env, napi_value v);
 void hf_unmount_all_at_exit(void);
 
 /* dispatch.c */
@@ -106,6 +109,14 @@ void hf_wbuf_count_copy(void);
 /* Pool buffer i is free again; was_lent: it held a request's payload (a view was made of it). */
 void hf_wbuf_release(int i, int was_lent);
 napi_value hf_wbuf_stats(napi_env env, napi_callback_info info);
+
+/* noxattr.c: the negative xattr cache. The request functions return 1 when they answered the request. */
+int hf_noxattr_getxattr(hf_session *s, fuse_req_t req, uint64_t ino);
+int hf_noxattr_listxattr(hf_session *s, fuse_req_t req, uint64_t ino, size_t size);
+void hf_noxattr_free(hf_session *s);
+napi_value hf_noxattr_mark(napi_env env, napi_callback_info info);
+napi_value hf_noxattr_revoke(napi_env env, napi_callback_info info);
+napi_value hf_noxattr_stats(napi_env env, napi_callback_info info);
 
 /* reply.c: the reply functions exported to JS, plus the shared scratch array. */
 extern double *hf_scratch;

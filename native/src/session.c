@@ -132,6 +132,7 @@ void hf_session_teardown(hf_session *s, const char *reason, int external, int ex
   fuse_session_destroy(s->se);  /* calls the JS destroy handler */
   s->se = NULL;
   free_buffers(s);
+  hf_noxattr_free(s);  /* a later mount starts with an empty table */
   s->state = S_CLOSED;
   if (external && s->on_unmounted) {
     napi_value cb, self, arg, result;
@@ -310,7 +311,7 @@ napi_value hf_mount(napi_env env, napi_callback_info info) {
   return handle;
 }
 
-static hf_session *get_session(napi_env env, napi_value v) {
+hf_session *hf_get_session(napi_env env, napi_value v) {
   void *p = NULL;
   if (napi_get_value_external(env, v, &p) != napi_ok) return NULL;
   uint64_t id = (uint64_t)(uintptr_t)p;
@@ -322,7 +323,7 @@ static hf_session *get_session(napi_env env, napi_value v) {
 napi_value hf_unmount(napi_env env, napi_callback_info info) {
   size_t argc = 2; napi_value argv[2];
   HF_CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  hf_session *s = get_session(env, argv[0]);
+  hf_session *s = hf_get_session(env, argv[0]);
   if (!s) return NULL;
   bool exiting = false; napi_get_value_bool(env, argv[1], &exiting);
   hf_session_teardown(s, "unmount", 0, exiting);
@@ -338,7 +339,7 @@ void hf_unmount_all_at_exit(void) {
 napi_value hf_inval_inode(napi_env env, napi_callback_info info) {
   size_t argc = 4; napi_value argv[4]; napi_value r;
   HF_CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  hf_session *s = get_session(env, argv[0]);
+  hf_session *s = hf_get_session(env, argv[0]);
   int res = -ENOTCONN;
   if (s && s->state == S_MOUNTED) {
     double ino = 0, off = 0, len = 0;
@@ -353,7 +354,7 @@ napi_value hf_inval_inode(napi_env env, napi_callback_info info) {
 napi_value hf_inval_entry(napi_env env, napi_callback_info info) {
   size_t argc = 3; napi_value argv[3]; napi_value r;
   HF_CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  hf_session *s = get_session(env, argv[0]);
+  hf_session *s = hf_get_session(env, argv[0]);
   int res = -ENOTCONN;
   char name[1024]; size_t n = 0;
   if (s && s->state == S_MOUNTED && napi_get_value_string_utf8(env, argv[2], name, sizeof(name), &n) == napi_ok) {

@@ -104,11 +104,12 @@ function reportToParent(m: StartReport): Promise<void> {
 
 async function runDaemon(cfg: MountConfig, level: string, metricsAddr: ListenAddr | undefined): Promise<void> {
   const log = createLogger({ level, base: { org: cfg.org, home: cfg.home }, stream: process.stdout });
-  const { mount } = await import('../fuse/index.js');
+  const { mount, nativeReplies } = await import('../fuse/index.js');
   let home: MountedHome;
   let services: DaemonServices | undefined;
   try {
     const metrics = new HomeMetrics({ org: cfg.org, home: cfg.home, process: true });
+    metrics.bindNativeReplies(() => ({ ...nativeReplies() })); // one home per daemon: the process's counts are the home's
     const logPath = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir).log;
     services = await DaemonServices.start({ metrics, log, logPath, metricsAddr, what: `${cfg.org}/${cfg.home} at ${cfg.mountpoint}` });
     home = await MountedHome.wake(cfg, log, mount as never, services.hooks());

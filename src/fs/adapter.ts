@@ -68,7 +68,7 @@ export class FuseAdapter {
     return this.replies;
   }
 
-  private get s(): Session {
+  private get s(): CommittedReplies {
     if (!this.replies) throw new Error('FUSE session not attached');
     return this.replies;
   }
@@ -291,8 +291,9 @@ export class FuseAdapter {
       }),
       getxattr: (req, ino, name, size) => this.run(req, 'getxattr', 0, () => {
         const v = this.xattrs.get(ino, name);
-        // The kernel asks for security.capability before every write: answer without building an error.
-        if (!v) return this.s.err(req, E.ENODATA);
+        // The kernel asks for security.capability before every write: answer without building an error
+        // (and let the binding answer the next ones for an inode with no xattrs at all).
+        if (!v) return this.s.noSuchXattr(req, ino);
         if (size === 0) this.s.xattrSize(req, v.length);
         else if (size < v.length) throw new FsError(E.ERANGE);
         else this.s.buf(req, v);

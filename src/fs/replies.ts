@@ -7,10 +7,14 @@
  *
  * Directory replies must report how many entries they packed, and notifications must not wait behind an
  * unanswered request of the same inode (the kernel would wait for us): both commit the batch first.
+ *
+ * Replies that name an inode (entries, and getxattr's "no such attribute") also tell the binding, as they
+ * go out, that the inode has no xattrs when that is so (noxattrs.ts).
  */
 import type { Attr, Ctx, DirEntry, DirPlusEntry, Entry, OpenReply, Req, Session, StatFs } from '../fuse/types.js';
 import type { Journal } from '../inodes/journal.js';
 import { E } from '../inodes/errors.js';
+import { NoXattrMarks } from './noxattrs.js';
 
 interface Held {
   req: Req;
@@ -19,9 +23,11 @@ interface Held {
 
 export class CommittedReplies implements Session {
   private held: Held[] = [];
+  private readonly marks: NoXattrMarks;
 
   constructor(private readonly inner: Session, private readonly journal: Journal) {
     journal.onCommit((err) => this.release(err));
+    this.marks = new NoXattrMarks(inner, journal);
   }
 
   get mountpoint(): string {
@@ -53,8 +59,25 @@ export class CommittedReplies implements Session {
   ctx(req: Req): Ctx { return this.inner.ctx(req); }
   err(req: Req, errno: number): void { this.reply(req, () => this.inner.err(req, errno)); }
   none(req: Req): void { this.reply(req, () => this.inner.none(req)); }
-  entry(req: Req, e: Entry): void { this.reply(req, () => this.inner.entry(req, e)); }
-  create(req: Req, e: Entry, o: OpenReply): void { this.reply(req, () => this.inner.create(req, e, o)); }
+  entry(req: Req, e: Entry): void {
+    this.reply(req, () => {
+      this.marks.sent(e.ino);
+      this.inner.entry(req, e);
+    });
+  }
+  create(req: Req, e: Entry, o: OpenReply): void {
+    this.reply(req, () => {
+      this.marks.sent(e.ino);
+      this.inner.create(req, e, o);
+    });
+  }
+  /** getxattr of a name `ino` does not have: ENODATA. */
+  noSuchXattr(req: Req, ino: number): void {
+    this.reply(req, () => {
+      this.marks.sent(ino);
+      this.inner.err(req, E.ENODATA);
+    });
+  }
   attr(req: Req, a: Attr, timeout: number): void { this.reply(req, () => this.inner.attr(req, a, timeout)); }
   readlink(req: Req, target: string): void { this.reply(req, () => this.inner.readlink(req, target)); }
   open(req: Req, o: OpenReply): void { this.reply(req, () => this.inner.open(req, o)); }
@@ -71,7 +94,9 @@ export class CommittedReplies implements Session {
 
   dirPlus(req: Req, size: number, entries: DirPlusEntry[]): number {
     this.settle();
-    return this.inner.dirPlus(req, size, entries);
+    const packed = this.inner.dirPlus(req, size, entries);
+    for (let i = 0; i < packed; i++) this.marks.sent((entries[i] as DirPlusEntry).entry.ino);
+    return packed;
   }
 
   invalInode(ino: number, off: number, len: number): number {
@@ -83,6 +108,9 @@ export class CommittedReplies implements Session {
     this.settle();
     return this.inner.invalEntry(parent, name);
   }
+
+  markNoXattrs(ino: number): void { this.inner.markNoXattrs(ino); }
+  revokeNoXattrs(ino: number): void { this.inner.revokeNoXattrs(ino); }
 
   unmount(): void { this.inner.unmount(); }
   onUnmounted(cb: (reason: string) => void): void { this.inner.onUnmounted(cb); }

@@ -7,11 +7,12 @@
 import { accessSync, constants, readFileSync, statSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import type { MountOptions, Ops, Session } from './types.js';
-import { loadAddon } from './native.js';
+import { loadAddon, type NativeReplies } from './native.js';
 import { FuseSession } from './session.js';
 import { track, untrack } from './exit-hooks.js';
 
 export type * from './types.js';
+export type { NativeReplies } from './native.js';
 
 function escapeOpt(v: string): string { return v.replace(/\\/g, '\\\\').replace(/,/g, '\\,'); }
 
@@ -92,4 +93,9 @@ export function mount(mountpoint: string, ops: Ops, opts: MountOptions = {}): Se
  */
 export function writeBufferStats(): { lent: number; copied: number; pool: number; maxLent: number } {
   return loadAddon().writeBufferStats();
+}
+
+/** Requests the binding answered without calling a handler in this process (getxattr, listxattr of inodes marked with markNoXattrs). */
+export function nativeReplies(): NativeReplies {
+  return loadAddon().nativeReplies();
 }

@@ -35,7 +35,14 @@ export interface NativeAddon {
   ctx(req: Req): { uid: number; gid: number; pid: number; umask: number };
   /** WRITE payloads passed as views of a pooled receive buffer / as copies, pool size, most lent at once. */
   writeBufferStats(): { lent: number; copied: number; pool: number; maxLent: number };
+  /** The negative xattr cache (native/src/noxattr.c); no-ops on an unmounted session. */
+  markNoXattrs(s: NativeSession, ino: number): void;
+  revokeNoXattrs(s: NativeSession, ino: number): void;
+  /** Requests the binding answered itself in this process, by op. */
+  nativeReplies(): NativeReplies;
 }
+
+export interface NativeReplies { getxattr: number; listxattr: number }
 
 /** Indexes into the scratch array (must match native/src/hf.h). */
 export const SC = {

@@ -126,6 +126,13 @@ export class FuseSession implements Session {
     return this.closed || !this.handle ? -107 : this.addon.invalEntry(this.handle, parent, name);
   }
 
+  markNoXattrs(ino: number): void {
+    if (!this.closed && this.handle) this.addon.markNoXattrs(this.handle, ino);
+  }
+  revokeNoXattrs(ino: number): void {
+    if (!this.closed && this.handle) this.addon.revokeNoXattrs(this.handle, ino);
+  }
+
   unmount(): void { this.close(false); }
 
   /** exiting = the process is going away: unmount only, call no JS (safe even inside a handler). */

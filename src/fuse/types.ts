@@ -159,6 +159,14 @@ export interface Session extends Reply {
    */
   invalEntry(parent: number, name: string): number;
   /**
+   * The binding answers getxattr (ENODATA) and listxattr (no names) of `ino` itself, without calling the
+   * handlers, until `revokeNoXattrs(ino)` or the unmount. Best effort: a mark may be dropped at any time
+   * (the binding's table is bounded) and the handlers then answer again. Mark only an inode whose empty
+   * xattr set is durable, and revoke before answering any request that may have given it xattrs.
+   */
+  markNoXattrs(ino: number): void;
+  revokeNoXattrs(ino: number): void;
+  /**
    * Idempotent; stops the poll first, answers outstanding requests with EIO, then unmounts; replies that
    * arrive later are dropped silently. Called from inside a handler it takes effect after that handler.
    */

@@ -90,6 +90,7 @@ export class Journal {
   private lazyTimer: NodeJS.Timeout | undefined;
   private commits = 0;
   private readonly commitListeners: Array<(err: unknown) => void> = [];
+  private readonly xattrListeners: Array<(ino: number) => void> = [];
 
   constructor(readonly path: string, private readonly opts: JournalOptions = {}) {
     mkdirSync(path, { recursive: true, mode: 0o700 });
@@ -156,6 +157,20 @@ export class Journal {
     this.commitListeners.push(fn);
   }
 
+  /**
+   * Called synchronously, before the change is visible to anyone, whenever inode `ino` may have gained
+   * extended attributes: a record with xattrs is written (setxattr, a record loaded from a tree) or the
+   * inode is removed (its number may come back for another inode). The FUSE binding's negative xattr cache
+   * revokes its mark here (fs/noxattrs.ts).
+   */
+  onXattrsMayExist(fn: (ino: number) => void): void {
+    this.xattrListeners.push(fn);
+  }
+
+  private xattrsMayExist(ino: number): void {
+    for (const fn of this.xattrListeners) fn(ino);
+  }
+
   private commitSafely(): void {
     this.scheduled = false;
     clearTimeout(this.lazyTimer);
@@ -209,6 +224,7 @@ export class Journal {
   }
 
   put(inode: Inode): void {
+    if (inode.xattrs !== undefined && inode.xattrs.length > 0) this.xattrsMayExist(inode.ino);
     this.inodes.set(inode.ino, inode);
     this.goneInos.delete(inode.ino);
     this.queue(this.inodesDb as Database<unknown, Key>, 'i', inode.ino, inode);
@@ -231,11 +247,13 @@ export class Journal {
     const old = this.get(ino);
     if (!old) throw new Error(`no inode ${ino}`);
     const next = { ...old, ...patch };
+    if (next.xattrs !== undefined && next.xattrs.length > 0) this.xattrsMayExist(ino);
     this.inodes.set(ino, next);
     return next;
   }
 
   remove(ino: number): void {
+    this.xattrsMayExist(ino);
     this.inodes.delete(ino);
     this.dirs.delete(ino);
     this.changed.delete(ino);

@@ -38,7 +38,9 @@ export class HomeMetrics {
   readonly sealSeconds: Histogram<'reason'>;
   readonly errors: Counter<'kind'>;
   readonly dirtyBytes: Gauge;
+  readonly nativeReplies: Counter<'op'>;
   private dirtySource: (() => number) | undefined;
+  private nativeSource: (() => Record<string, number>) | undefined;
 
   constructor(opts: HomeMetricsOptions = {}) {
     const registers = [this.registry];
@@ -65,12 +67,27 @@ export class HomeMetrics {
         if (v !== undefined) this.set(v);
       },
     });
+    const native = (): Record<string, number> | undefined => this.nativeSource?.();
+    this.nativeReplies = new Counter({
+      name: 'homefs_fuse_native_replies_total', help: 'FUSE requests the binding answered without entering JS, by op (getxattr, listxattr of inodes known to have no xattrs); not counted in homefs_fuse_ops_total', labelNames: ['op'], registers,
+      collect() {
+        const v = native();
+        if (v === undefined) return;
+        this.reset();
+        for (const [op, n] of Object.entries(v)) this.inc({ op }, n);
+      },
+    });
     if (opts.process) collectDefaultMetrics({ register: this.registry });
   }
 
   /** Where `homefs_dirty_bytes` is read from, at scrape time (the home binds its journal once mounted). */
   bindDirtyBytes(source: () => number): void {
     this.dirtySource = source;
+  }
+
+  /** Where `homefs_fuse_native_replies_total` is read from, at scrape time (the binding's counters, once mounted). */
+  bindNativeReplies(source: () => Record<string, number>): void {
+    this.nativeSource = source;
   }
 
   /** The meters MeteredStore (store/metered.ts) reports to. */
