@@ -14,8 +14,11 @@
 import type { Session } from '../fuse/types.js';
 import type { Journal } from '../inodes/journal.js';
 
+/** The part of a session the marks use. */
+export type MarkingSession = Pick<Session, 'markNoXattrs' | 'revokeNoXattrs'>;
+
 export class NoXattrMarks {
-  constructor(private readonly session: Session, private readonly journal: Journal) {
+  constructor(private readonly session: MarkingSession, private readonly journal: Journal) {
     journal.onXattrsMayExist((ino) => session.revokeNoXattrs(ino));
   }
 
