@@ -4,8 +4,9 @@
  * The addon runs a libfuse3 low-level session on Node's main thread: the /dev/fuse fd is non-blocking and
  * watched by a uv_poll_t on the default loop; on readiness we drain it (fuse_session_receive_buf /
  * fuse_session_process_buf) and every op calls its JS handler synchronously with an opaque request handle.
- * The handler answers through the reply functions, at once or later. No thread ever touches JS or libfuse
- * state except the main thread, so there are no locks here.
+ * The handler answers through the reply functions, at once or later (the one exception: getxattr and
+ * listxattr of an inode JS marked as having no xattrs are answered here, noxattr.c). No thread ever
+ * touches JS or libfuse state except the main thread, so there are no locks here.
  *
  * Request handles are napi externals whose pointer value encodes (generation << 32 | slot index) into the
  * slot table (slots.c); nothing is ever dereferenced through them, so no finalizers are needed, a second
