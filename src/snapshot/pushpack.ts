@@ -133,6 +133,12 @@ export function pushPackIndexLength(head: Buffer, what = 'push pack'): number {
   return PUSHPACK_HEADER + ENTRY * count;
 }
 
+/** The snapshot a pack holds the blocks of, from its first PUSHPACK_HEADER bytes (or more); a FormatError as pushPackIndexLength. */
+export function pushPackSnapshot(head: Buffer, what = 'push pack'): string {
+  pushPackIndexLength(head, what);
+  return head.toString('hex', 5, 37);
+}
+
 /** Decodes header and index (`buf` holds at least pushPackIndexLength bytes); anything malformed is a FormatError. */
 export function decodePushPackIndex(buf: Buffer, what = 'push pack'): PushPackIndex {
   const bad = (detail: string): never => {
