@@ -16,6 +16,8 @@ import { pushDirectory } from '../src/snapshot/push.js';
 import { pullSnapshot, type PullResult } from '../src/snapshot/pull.js';
 import { decodePushPack, PUSHPACK_HEADER } from '../src/snapshot/pushpack.js';
 import { RecordingStore } from './support/ops-stores.js';
+import { ForwardingStore } from '../src/store/forwarding.js';
+import { readHead } from '../src/snapshot/heads.js';
 
 let work = '';
 let src = '';
@@ -150,4 +152,19 @@ test('a pack of an older snapshot is ignored (after one GET), the pull is right'
   } finally {
     await writeFile(join(src, 'd0', 'f0.txt'), 'file 0/0\n'.repeat(50));
   }
+});
+
+test('a push whose pack cannot be written still succeeds (HEAD moved); the result says why', async () => {
+  const store = new MemoryStore();
+  class NoPack extends ForwardingStore {
+    override put(key: string, data: Buffer): Promise<void> {
+      if (key === pushPackKey(ORG, HOME)) return Promise.reject(new Error('store refused the pack'));
+      return this.inner.put(key, data);
+    }
+  }
+  const res = await pushDirectory(src, new NoPack(store), ORG, HOME, { xattrs: false, pushPack: true });
+  assert.deepEqual(res.pushPack, { written: false, blocks: 0, bytes: 0, error: 'store refused the pack' });
+  assert.equal((await readHead(store, ORG, HOME))?.snapshot, res.snapshot);
+  const p = await pull(store, res.snapshot);
+  assert.equal(p.res.pushPack.found, false);
 });
