@@ -128,6 +128,18 @@ export const defaults = {
   pull: {
     parallelism: 64,
   },
+  /** The push pack (snapshot/pushpack.ts): a pushed snapshot's small blocks in pull order, for `homefs pull`. */
+  pushPack: {
+    /** Blocks up to this size go into the pack (larger ones are few, and one GET each costs little). */
+    blockMax: 256 * 1024,
+    /** The pack holds blocks up to this many bytes in all (the first ones in pull order). */
+    maxBytes: 512 * 1024 * 1024,
+    /** Pull reads the pack in ranged GETs of about this size, this many at once. */
+    rangeBytes: 8 * 1024 * 1024,
+    rangeParallelism: 8,
+    /** Pull holds at most this many bytes of pack blocks that no file has taken yet (then it stops reading ahead). */
+    bufferBytes: 128 * 1024 * 1024,
+  },
   /** `homefs push` and `homefs pull` take `--parallel N` up to this. */
   maxTransferParallelism: 1024,
   /** The block cache (cache/blockcache.ts); each can be overridden by its options. */

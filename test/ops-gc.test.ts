@@ -2,7 +2,7 @@
  * gc and verify against a file store, in process. gc removes unreferenced objects older than the grace
  * period, keeps everything reachable from any retained snapshot and everything a seal held in flight
  * (blocks and snapshot written, HEAD not yet advanced) has uploaded, and re-marks roots committed while it
- * ran. verify reports missing and corrupted objects with the path that uses them.
+ * ran; a push pack (PUSHPACK) is deleted once its snapshot is no longer retained, never marked from. verify reports missing and corrupted objects with the path that uses them.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +11,8 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileStore } from '../src/store/file.js';
-import { blockKey } from '../src/store/keys.js';
+import { blockKey, pushPackKey } from '../src/store/keys.js';
+import { pullSnapshot } from '../src/snapshot/pull.js';
 import { hashBuffer } from '../src/hash/blake3.js';
 import { pushDirectory } from '../src/snapshot/push.js';
 import { listHistory, readHead } from '../src/snapshot/heads.js';
@@ -165,6 +166,55 @@ test('gc keeps a candidate rewritten between its scan and its delete (a seal re-
     assert.equal(r.deletedObjects, 1);
     assert.ok(existsSync(join(storeDir, blockKey('acme', hashBuffer(data)))), 'rewritten during gc: kept');
     assert.equal(existsSync(join(storeDir, blockKey('acme', hashBuffer(other)))), false);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+});
+
+test('gc: a push pack is kept while its snapshot is retained, deleted after; it keeps no block alive; one it cannot decode is left alone', async () => {
+  const work = await mkdtemp(join(tmpdir(), 'homefs-ops-gc-pp-'));
+  try {
+    const storeDir = join(work, 'store');
+    const store = await new FileStore(storeDir).init();
+    const src = join(work, 'src');
+    await mkdir(src);
+    await writeFile(join(src, 'old.txt'), 'only in generation 0\n');
+    await writeFile(join(src, 'kept.txt'), 'in both generations\n');
+    const gen0 = await pushDirectory(src, store, 'acme', 'a', { xattrs: false, pushPack: true });
+    assert.equal(gen0.pushPack?.blocks, 2);
+    await rm(join(src, 'old.txt'));
+    const gen1 = await pushDirectory(src, store, 'acme', 'a', { xattrs: false, pushPack: false }); // the pack stays gen 0's
+    const pack = join(storeDir, pushPackKey('acme', 'a'));
+    const age = async (): Promise<void> => {
+      await backdate(join(storeDir, 'acme'), 2 * DAY);
+      const t = new Date(Date.now() - 2 * DAY);
+      await utimes(pack, t, t);
+    };
+    await age();
+
+    const both = await gcOrg(store, 'acme', { graceMs: DAY, keep: 2, dryRun: false, fence: NOW });
+    assert.equal(both.pushPacksDeleted, 0, 'generation 0 is retained: its pack may still serve a pull of it');
+    assert.ok(existsSync(pack));
+    const dry = await gcOrg(store, 'acme', { graceMs: DAY, keep: 1, dryRun: true });
+    assert.equal(dry.pushPacksDeleted, 1);
+    assert.ok(existsSync(pack), 'a dry run deletes nothing');
+    const r = await gcOrg(store, 'acme', { graceMs: DAY, keep: 1, dryRun: false, fence: NOW });
+    assert.equal(r.pushPacksDeleted, 1);
+    assert.equal(existsSync(pack), false, 'generation 0 pruned: its pack is gone');
+    assert.equal(existsSync(blockFile(storeDir, 'only in generation 0\n')), false, 'the pack kept no block alive');
+    const pulled = await pullSnapshot(store, 'acme', gen1.snapshot, join(work, 'out'), { home: 'a', xattrs: false, pushPack: true });
+    assert.equal(pulled.files, 1);
+
+    // A pack of HEAD stays; a pack this homefs cannot decode is left alone and does not stop gc.
+    await pushDirectory(src, store, 'acme', 'a', { xattrs: false, pushPack: true });
+    await pushDirectory(src, store, 'acme', 'b', { xattrs: false });
+    await writeFile(join(storeDir, pushPackKey('acme', 'b')), 'HFPP\x09 from a newer homefs');
+    await age();
+    const t = new Date(Date.now() - 2 * DAY);
+    await utimes(join(storeDir, pushPackKey('acme', 'b')), t, t);
+    const last = await gcOrg(store, 'acme', { graceMs: DAY, keep: 1, dryRun: false, fence: NOW });
+    assert.equal(last.pushPacksDeleted, 0);
+    assert.ok(existsSync(pack) && existsSync(join(storeDir, pushPackKey('acme', 'b'))));
   } finally {
     await rm(work, { recursive: true, force: true });
   }

@@ -72,6 +72,7 @@ export function register(program: Command): void {
       for (const u of res.unreadable) {
         process.stderr.write(`homefs: cannot read ${join(dir, u.path)}: ${u.reason}; ${u.dir ? 'its entries are' : 'it is'} left out of the snapshot\n`);
       }
+      if (res.pushPack?.error !== undefined) process.stderr.write(`homefs: the push pack was not written (a pull fetches block by block): ${res.pushPack.error}\n`);
       if (res.unreadable.length > 0) process.exitCode = ExitCode.incomplete;
       if (opts.json) {
         process.stdout.write(JSON.stringify({ home: `${org}/${home}`, ...res }) + '\n');

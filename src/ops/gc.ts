@@ -20,9 +20,11 @@
  *
  * A home's hot-set record, wake pack and namespace pack (`homes/<home>/HOTSET`, `WAKEPACK`, `NSPACK`) are
  * neither swept (only blocks/ and meta/ are) nor marked from: they are hints that no commit references
- * (docs/format.md).
+ * (docs/format.md). Nor is its push pack (`PUSHPACK`) marked from; it is deleted once the snapshot it holds
+ * the blocks of is no longer retained (a pull never uses it again, and it holds up to 512 MiB of copies).
  */
-import { keyHash, objectsPrefix } from '../store/keys.js';
+import { keyHash, objectsPrefix, pushPackKey } from '../store/keys.js';
+import { PUSHPACK_HEADER, pushPackSnapshot } from '../snapshot/pushpack.js';
 import type { ObjectInfo, Store } from '../store/store.js';
 import { GcFence, type FenceOptions } from '../snapshot/gcfence.js';
 import { ObjectStore } from '../snapshot/objects.js';
@@ -67,6 +69,8 @@ export interface GcResult {
   overrun: number;
   deletedObjects: number;
   bytesFreed: number;
+  /** Push packs of snapshots no longer retained: deleted (or that would be). */
+  pushPacksDeleted: number;
   seconds: number;
 }
 
@@ -88,6 +92,30 @@ async function mark(objects: ObjectStore, roots: readonly Root[], into: Reachabl
     }
     onRoot?.(++i);
   }
+}
+
+/**
+ * The homes' push packs whose snapshot is not in `retained`, older than the grace period: deleted (none in
+ * a dry run; counted either way). A pack that cannot be read or does not decode as a version this homefs
+ * knows is left alone (never delete what we do not understand; a pull ignores it anyway).
+ */
+async function prunePushPacks(store: Store, org: string, homes: readonly string[], retained: ReadonlySet<string>, opts: GcOptions, started: number): Promise<number> {
+  let pruned = 0;
+  await mapLimit(homes, 16, async (home) => {
+    const key = pushPackKey(org, home);
+    const info = await statKey(store, key);
+    if (!info || started - info.mtimeMs < opts.graceMs) return;
+    let snapshot: string;
+    try {
+      snapshot = pushPackSnapshot(await store.getRange(key, 0, PUSHPACK_HEADER));
+    } catch {
+      return;
+    }
+    if (retained.has(snapshot)) return;
+    if (!opts.dryRun) await store.delete(key);
+    pruned++;
+  });
+  return pruned;
 }
 
 /** The listing entry of exactly `key` (size, mtime), or null when it is gone. */
@@ -157,6 +185,7 @@ async function sweepOrg(store: Store, org: string, opts: GcOptions, fence: GcFen
   await mark(objects, again.filter((r) => !reachable.meta.has(r.snapshot)), reachable);
   const doomed = candidates.filter((c) => !reachable.blocks.has(c.hash) && !reachable.meta.has(c.hash));
   const rescued = candidates.length - doomed.length;
+  const pushPacksDeleted = await prunePushPacks(store, org, homes, reachable.meta, opts, started);
 
   let deleted = 0;
   let bytesFreed = 0;
@@ -188,6 +217,6 @@ async function sweepOrg(store: Store, org: string, opts: GcOptions, fence: GcFen
   return {
     org, dryRun: opts.dryRun, homes: homes.length, roots: roots.length, prunedGenerations,
     reachableObjects: reachable.meta.size + reachable.blocks.size, scannedObjects, scannedBytes, youngUnreferenced, rescued, refreshed,
-    deletedObjects: deleted, bytesFreed, epoch, overrun: overran, seconds: (performance.now() - t0) / 1000,
+    deletedObjects: deleted, bytesFreed, pushPacksDeleted, epoch, overrun: overran, seconds: (performance.now() - t0) / 1000,
   };
 }

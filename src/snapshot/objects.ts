@@ -61,8 +61,16 @@ export class ObjectStore {
     return [...(await this.missingBlocks([...log.blocks]))];
   }
 
+  /**
+   * Where getBlock looks before the store: verified blocks read some other way (a push pack, read by pull).
+   * undefined from `take` means: fetch it from the store.
+   */
+  blockSource: { take(hash: string): Promise<Buffer | undefined> } | null = null;
+
   /** The verified bytes of block `hash`. NotFoundError if absent, CorruptObjectError if they do not match. */
   async getBlock(hash: string): Promise<Buffer> {
+    const packed = await this.blockSource?.take(hash);
+    if (packed) return packed;
     const key = blockKey(this.org, hash);
     return verifyObject(key, hash, await this.store.get(key));
   }

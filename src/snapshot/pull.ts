@@ -24,8 +24,9 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { defaults } from '../config.js';
 import type { Store } from '../store/store.js';
 import { mapLimit } from '../util/concurrency.js';
-import { UserError } from '../util/errors.js';
-import { nsPackKey } from '../store/keys.js';
+import { errorMessage, UserError } from '../util/errors.js';
+import { nsPackKey, pushPackKey } from '../store/keys.js';
+import { emptyPushPackStats, PushPackReader, type PushPackStats } from './pushpack-reader.js';
 import { readNsPack, wantsNsPack } from './nspack.js';
 import { ObjectStore } from './objects.js';
 import { OsHelper } from './oshelper.js';
@@ -41,8 +42,10 @@ export interface PullOptions {
   parallelism?: number;
   /** After each file written: files and bytes written so far, of the totals. */
   onProgress?: (p: PullProgress) => void;
-  /** The home pulled: its namespace pack (if any) brings the trees in a few ranged GETs. */
+  /** The home pulled: its namespace pack (if any) brings the trees in a few ranged GETs, its push pack the small blocks. */
   home?: string;
+  /** Read the home's push pack (default: on stores over the network, the only ones push writes one to). */
+  pushPack?: boolean;
 }
 
 export interface PullProgress {
@@ -61,6 +64,8 @@ export interface PullResult {
   /** Sockets, and device nodes when not root: not recreated. */
   skipped: number;
   seconds: number;
+  /** What the push pack gave (pushpack-reader.ts). */
+  pushPack: PushPackStats;
 }
 
 interface Item {
@@ -70,6 +75,29 @@ interface Item {
   depth: number;
   /** This entry is a second (third, ...) name of a hard-linked inode. */
   extraLink: boolean;
+  /** Its entry index in each directory from the root down: sorts items depth first in name order (push's order). */
+  pos: number[];
+}
+
+/** Depth first, names in byte order: the order push lays out the push pack in. */
+function byPosition(a: Item, b: Item): number {
+  const n = Math.min(a.pos.length, b.pos.length);
+  for (let i = 0; i < n; i++) if (a.pos[i] !== b.pos[i]) return (a.pos[i] as number) - (b.pos[i] as number);
+  return a.pos.length - b.pos.length;
+}
+
+/**
+ * Opens `home`'s push pack if it is of `snapshot` (pushpack-reader.ts); null otherwise, with `stats` saying
+ * why. Only an optimisation: a store error reading it counts as not used.
+ */
+async function openPushPack(store: Store, org: string, home: string, snapshot: string, stats: PushPackStats): Promise<PushPackReader | null> {
+  const key = pushPackKey(org, home);
+  try {
+    return await PushPackReader.open((offset, length) => store.getRange(key, offset, length), snapshot, defaults.pushPack, stats);
+  } catch (e) {
+    stats.skipped = `unreadable: ${errorMessage(e)}`;
+    return null;
+  }
 }
 
 const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
@@ -119,7 +147,13 @@ async function preloadTrees(objects: ObjectStore, home: string): Promise<void> {
 export async function pullSnapshot(store: Store, org: string, snapshotId: string, dest: string, opts: PullOptions = {}): Promise<PullResult> {
   const t0 = performance.now();
   const objects = new ObjectStore(store, org);
-  const [snap] = await Promise.all([objects.getSnapshot(snapshotId), opts.home === undefined ? null : preloadTrees(objects, opts.home)]);
+  const packStats = emptyPushPackStats();
+  const readPack = opts.home !== undefined && (opts.pushPack ?? wantsNsPack(store.url));
+  const [snap, , pack] = await Promise.all([
+    objects.getSnapshot(snapshotId),
+    opts.home === undefined ? null : preloadTrees(objects, opts.home),
+    readPack && opts.home !== undefined ? openPushPack(store, org, opts.home, snapshotId, packStats) : null,
+  ]);
   const destAbs = resolve(dest);
   const replaceEmpty = await checkDestination(destAbs);
   let tmp: string;
@@ -134,11 +168,11 @@ export async function pullSnapshot(store: Store, org: string, snapshotId: string
     const firstOfLink = new Map<number, Item>();
     let skipped = 0;
 
-    const materializeDir = async (hash: string, abs: string, rel: string, depth: number): Promise<void> => {
+    const materializeDir = async (hash: string, abs: string, rel: string, depth: number, pos: number[]): Promise<void> => {
       const tree = await getDirTree(objects, hash, rel);
       const subdirs: Array<Promise<void>> = [];
-      for (const entry of tree.entries) {
-        const item: Item = { abs: join(abs, entry.name), rel: rel ? `${rel}/${entry.name}` : entry.name, entry, depth: depth + 1, extraLink: false };
+      for (const [index, entry] of tree.entries.entries()) {
+        const item: Item = { abs: join(abs, entry.name), rel: rel ? `${rel}/${entry.name}` : entry.name, entry, depth: depth + 1, extraLink: false, pos: [...pos, index] };
         if (entry.link !== undefined) {
           if (firstOfLink.has(entry.link)) item.extraLink = true;
           else firstOfLink.set(entry.link, item);
@@ -150,16 +184,23 @@ export async function pullSnapshot(store: Store, org: string, snapshotId: string
         items.push(item);
         if (entry.kind === 'dir') {
           mkdirSync(item.abs, 0o700);
-          subdirs.push(materializeDir(entry.tree as string, item.abs, item.rel, depth + 1));
+          subdirs.push(materializeDir(entry.tree as string, item.abs, item.rel, depth + 1, item.pos));
         } else if (entry.kind === 'symlink' && !item.extraLink) {
           symlinkSync(entry.target as string, item.abs);
         }
       }
       await Promise.all(subdirs);
     };
-    await materializeDir(snap.root, tmp, '', 0);
+    await materializeDir(snap.root, tmp, '', 0, []);
 
-    const files = items.filter((i) => i.entry.kind === 'file' && !i.extraLink);
+    // Files in push's order, so that they take the push pack's blocks about as it streams them in.
+    const files = items.filter((i) => i.entry.kind === 'file' && !i.extraLink).sort(byPosition);
+    if (pack) {
+      const needs = new Map<string, number>();
+      for (const f of files) for (const b of f.entry.blocks ?? []) needs.set(b, (needs.get(b) ?? 0) + 1);
+      pack.setNeeds(needs);
+      objects.blockSource = pack;
+    }
     const progress: PullProgress = { files: 0, filesTotal: files.length, bytes: 0, bytesTotal: files.reduce((n, i) => n + i.entry.size, 0) };
     opts.onProgress?.({ ...progress });
     await mapLimit(files, opts.parallelism ?? defaults.pull.parallelism, async (item) => {
@@ -228,6 +269,7 @@ export async function pullSnapshot(store: Store, org: string, snapshotId: string
       bytes: progress.bytes,
       skipped,
       seconds: (performance.now() - t0) / 1000,
+      pushPack: packStats,
     };
   } catch (e) {
     await rm(tmp, { recursive: true, force: true }).catch(() => undefined);

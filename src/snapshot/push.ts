@@ -32,7 +32,9 @@ import { blockRanges, hashBuffer } from '../hash/blake3.js';
 import { HashPool } from '../hash/pool.js';
 import type { Store } from '../store/store.js';
 import { mapLimit, Semaphore } from '../util/concurrency.js';
-import { UserError } from '../util/errors.js';
+import { errorMessage, UserError } from '../util/errors.js';
+import { pushPackKey } from '../store/keys.js';
+import { buildPushPack, choosePackBlocks, type PackCandidate } from './pushpack.js';
 import { treeEntry } from '../model/entry.js';
 import { pushedIno } from '../model/inos.js';
 import { compareNames, nameProblem } from './codec.js';
@@ -85,6 +87,16 @@ export interface PushOptions {
   fence?: Partial<FenceOptions>;
   /** Test hook: runs after every object is written, before HEAD (to interleave a gc deterministically). */
   beforeCommit?: () => Promise<void>;
+  /** Write the home's push pack after HEAD moved (default: on stores over the network; pushpack.ts). */
+  pushPack?: boolean;
+}
+
+/** The push pack written after HEAD moved: its blocks and length, or why it is not there (the push succeeded either way). */
+export interface PushPackResult {
+  written: boolean;
+  blocks: number;
+  bytes: number;
+  error?: string;
 }
 
 export interface PushResult {
@@ -106,6 +118,8 @@ export interface PushResult {
   vanished: number;
   /** Paths (relative to the pushed directory) that could not be read, sorted, with the reason. */
   unreadable: Unreadable[];
+  /** null: this store gets no push pack. */
+  pushPack: PushPackResult | null;
   seconds: number;
 }
 
@@ -450,6 +464,56 @@ function readSmall(node: Node): { st: BigIntStats; data: Buffer } | false | null
   }
 }
 
+/**
+ * Writes the home's push pack for `snapshot`: the small blocks of the pushed files, depth first in name
+ * order (pull's order), read again from the files (page-cached: push just read them) and verified by hash,
+ * so a file changed since it was hashed is left out of the pack. Never throws: the push has succeeded.
+ */
+async function storePushPack(store: Store, org: string, home: string, snapshot: string, nodes: readonly Node[]): Promise<PushPackResult> {
+  try {
+    const seen = new Set<string>();
+    const blocks: PackCandidate[] = [];
+    for (const n of nodes) {
+      if (n.kind !== 'file' || n.vanished || !n.blocks) continue;
+      const inode = `${n.st.dev}:${n.st.ino}`;
+      if (seen.has(inode)) continue;
+      seen.add(inode);
+      blockRanges(n.size).forEach(([offset, length], i) => {
+        const hash = n.blocks?.[i];
+        if (hash !== undefined) blocks.push({ hash, length, read: () => readRange(n.abs, offset, length) });
+      });
+    }
+    const { pack, blocks: count } = buildPushPack(snapshot, choosePackBlocks(blocks, defaults.pushPack));
+    await store.put(pushPackKey(org, home), pack);
+    return { written: true, blocks: count, bytes: pack.length };
+  } catch (e) {
+    return { written: false, blocks: 0, bytes: 0, error: errorMessage(e) };
+  }
+}
+
+/** `length` bytes of file `abs` at `offset` (synchronous: a few µs each from the page cache), or null when they cannot be read. */
+function readRange(abs: string, offset: number, length: number): Buffer | null {
+  let fd: number;
+  try {
+    fd = openSync(abs, READ_FLAGS);
+  } catch {
+    return null;
+  }
+  try {
+    const data = Buffer.allocUnsafe(length);
+    for (let got = 0; got < length; ) {
+      const n = readSync(fd, data, got, length - got, offset + got);
+      if (n === 0) return null;
+      got += n;
+    }
+    return data;
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Blocks at least this large wait for one of `defaults.push.bigBlocks` before they are read. */
 const BIG_BLOCK = 1024 * 1024;
 
@@ -603,11 +667,12 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
     reason: opts.reason ?? 'push',
     ...(opts.host !== undefined ? { host: opts.host } : {}),
   }, { fence: { gc: fence, since, reverify: reverifyReused(objects, gone) } });
-  // The namespace pack, from the trees this push wrote (a hint: a failure leaves the push as it is).
-  if (objects.memo instanceof TreeMemo) {
-    const memo = objects.memo;
-    await storeNsPack(store, org, home, root.tree as string, async (h) => memo.get(h) ?? objects.getTreeData(h)).catch(() => 0);
-  }
+  // The namespace pack, from the trees this push wrote, and the push pack (hints: a failure leaves the push as it is).
+  const memo = objects.memo;
+  const [, pushPack] = await Promise.all([
+    memo instanceof TreeMemo ? storeNsPack(store, org, home, root.tree as string, async (h) => memo.get(h) ?? objects.getTreeData(h)).catch(() => 0) : 0,
+    (opts.pushPack ?? wantsNsPack(store.url)) ? storePushPack(store, org, home, snapshot, nodes) : null,
+  ]);
   p.startPhase('done');
   return {
     snapshot,
@@ -625,6 +690,7 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
     skipped: p.skipped,
     vanished: nodes.filter((n) => n.vanished && !n.unreadable).length,
     unreadable: p.unreadable.sort((a, b) => compareNames(a.path, b.path)),
+    pushPack,
     seconds: (performance.now() - t0) / 1000,
   };
 }

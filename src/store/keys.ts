@@ -9,6 +9,7 @@
  *   <org>/homes/<home>/HOTSET           what the last session read, in order (snapshot/hotset.ts); a hint
  *   <org>/homes/<home>/WAKEPACK         the small objects of HOTSET, concatenated; a hint
  *   <org>/homes/<home>/NSPACK           every tree of a recent snapshot, concatenated (snapshot/nspack.ts); a hint
+ *   <org>/homes/<home>/PUSHPACK         the small blocks of the last pushed snapshot, in pull order (snapshot/pushpack.ts); a hint
  *   <org>/gc/<epoch>                    a gc run announced (snapshot/gcfence.ts); created only if absent
  *   <org>/gc/<epoch>.done               that run is over
  *
@@ -124,6 +125,11 @@ export function wakePackKey(org: string, home: string): string {
 /** The home's namespace pack: the trees of one of its snapshots, with an index; replaced whole, never relied on. */
 export function nsPackKey(org: string, home: string): string {
   return `${homePrefix(org, home)}NSPACK`;
+}
+
+/** The home's push pack: the small blocks of the snapshot `homefs push` committed last; replaced whole, never relied on. */
+export function pushPackKey(org: string, home: string): string {
+  return `${homePrefix(org, home)}PUSHPACK`;
 }
 
 export function gcPrefix(org: string): string {

@@ -1,0 +1,173 @@
+/**
+ * The push pack of a home (docs/format.md, "Push pack"): the small blocks of the snapshot `homefs push`
+ * committed last, concatenated in the order `homefs pull` writes files (depth first, names in byte order),
+ * with an index in front. A pull of that snapshot reads them in a few ranged GETs of ~8 MiB instead of one
+ * GET per block (pushpack-reader.ts).
+ *
+ * Like the namespace pack it is a hint, never trusted: every block cut out of it is verified by its hash
+ * before use, a pack that does not decode or names another snapshot is ignored, and a missing one means
+ * the pull fetches every block from `blocks/`. It lives under the home's own key (keys.ts, `PUSHPACK`), is
+ * replaced whole by each push, and references nothing a commit or gc relies on.
+ *
+ * Encoding, version 1 (binary, little-endian, no padding):
+ *   magic "HFPP", version u8 = 1, snapshot 32 bytes (raw id), count u32 (0..MAX_BLOCKS), dataBytes u64
+ *   (≤ MAX_DATA), then per block: hash 32 bytes, offset u64, length u32 (1..MAX_BLOCK); then dataBytes
+ *   bytes of data. Offsets are relative to the start of the data, ascending, blocks never overlap and never
+ *   reach past dataBytes.
+ */
+import { hashBuffer } from '../hash/blake3.js';
+import { FormatError } from '../util/errors.js';
+
+export const PUSHPACK_VERSION = 1;
+const MAGIC = Buffer.from('HFPP');
+export const PUSHPACK_HEADER = 4 + 1 + 32 + 4 + 8;
+const ENTRY = 32 + 8 + 4;
+/** Largest block a pack may hold (the writer's default cap, config.ts `pushPack.blockMax`, is this). */
+export const MAX_BLOCK = 256 * 1024;
+/** Most data a pack may hold (config.ts `pushPack.maxBytes` is this). */
+export const MAX_DATA = 512 * 1024 * 1024;
+/** Most blocks a pack may hold (an index of 88 MB; a pack of 1-byte blocks is absurd, but bounded). */
+export const MAX_BLOCKS = 2_000_000;
+const HEX = /^[0-9a-f]{64}$/;
+
+export interface PushPackEntry {
+  hash: string;
+  /** Relative to the start of the data. */
+  offset: number;
+  length: number;
+}
+
+export interface PushPackIndex {
+  snapshot: string;
+  /** Where the data starts in the object: PUSHPACK_HEADER + 44 × count. */
+  dataStart: number;
+  dataBytes: number;
+  entries: PushPackEntry[];
+}
+
+/** A block a pack may hold: its hash, its length, and how to get its bytes (null: they cannot be had any more). */
+export interface PackCandidate {
+  hash: string;
+  length: number;
+  read(): Buffer | null;
+}
+
+/**
+ * The candidates a pack takes, in order: each hash once, blocks of 1..`blockMax` bytes, until `maxBytes` of
+ * data (the first ones in pull order: a pull that runs out of pack goes on block by block).
+ */
+export function choosePackBlocks<T extends { hash: string; length: number }>(blocks: Iterable<T>, opts: { blockMax: number; maxBytes: number }): T[] {
+  const blockMax = Math.min(opts.blockMax, MAX_BLOCK);
+  const maxBytes = Math.min(opts.maxBytes, MAX_DATA);
+  const seen = new Set<string>();
+  const out: T[] = [];
+  let bytes = 0;
+  for (const b of blocks) {
+    if (b.length < 1 || b.length > blockMax || seen.has(b.hash)) continue;
+    if (bytes + b.length > maxBytes || out.length >= MAX_BLOCKS) break;
+    seen.add(b.hash);
+    out.push(b);
+    bytes += b.length;
+  }
+  return out;
+}
+
+/**
+ * The pack of `snapshot` holding `candidates` (already chosen, in order). Each block's bytes are read and
+ * hashed; one whose bytes are gone or no longer match (a file changed since it was pushed) is left out.
+ * The pack is built in one buffer (no second copy of up to MAX_DATA bytes). Returns it with its block count.
+ */
+export function buildPushPack(snapshot: string, candidates: readonly PackCandidate[]): { pack: Buffer; blocks: number } {
+  if (candidates.length > MAX_BLOCKS) throw new Error(`push pack of ${candidates.length} blocks exceeds ${MAX_BLOCKS}`);
+  const planned = candidates.reduce((n, c) => n + c.length, 0);
+  if (planned > MAX_DATA) throw new Error(`push pack of ${planned} bytes exceeds ${MAX_DATA}`);
+  const maxStart = PUSHPACK_HEADER + ENTRY * candidates.length;
+  const buf = Buffer.allocUnsafeSlow(maxStart + planned);
+  const kept: PushPackEntry[] = [];
+  let used = 0;
+  for (const c of candidates) {
+    if (c.length < 1 || c.length > MAX_BLOCK) throw new Error(`push pack: a block of ${c.length} bytes`);
+    const data = c.read();
+    if (!data || data.length !== c.length || hashBuffer(data) !== c.hash) continue;
+    data.copy(buf, maxStart + used);
+    kept.push({ hash: c.hash, offset: used, length: c.length });
+    used += c.length;
+  }
+  const dataStart = PUSHPACK_HEADER + ENTRY * kept.length;
+  if (dataStart !== maxStart) buf.copy(buf, dataStart, maxStart, maxStart + used); // (memmove: the ranges overlap)
+  MAGIC.copy(buf, 0);
+  buf.writeUInt8(PUSHPACK_VERSION, 4);
+  writeHash(buf, 5, snapshot);
+  buf.writeUInt32LE(kept.length, 37);
+  buf.writeBigUInt64LE(BigInt(used), 41);
+  let at = PUSHPACK_HEADER;
+  for (const e of kept) {
+    writeHash(buf, at, e.hash);
+    buf.writeBigUInt64LE(BigInt(e.offset), at + 32);
+    buf.writeUInt32LE(e.length, at + 40);
+    at += ENTRY;
+  }
+  return { pack: buf.subarray(0, dataStart + used), blocks: kept.length };
+}
+
+function writeHash(buf: Buffer, at: number, hash: string): void {
+  if (!HEX.test(hash)) throw new Error(`push pack: not a hash: ${hash}`);
+  buf.write(hash, at, 32, 'hex');
+}
+
+/**
+ * The length of header plus index, from the pack's first PUSHPACK_HEADER bytes (or more); a FormatError for
+ * a wrong magic or version, or a count or data length out of range.
+ */
+export function pushPackIndexLength(head: Buffer, what = 'push pack'): number {
+  const bad = (detail: string): never => {
+    throw new FormatError(what, detail);
+  };
+  if (head.length < PUSHPACK_HEADER) bad(`${head.length} bytes is shorter than the header`);
+  if (!head.subarray(0, 4).equals(MAGIC)) bad('wrong magic');
+  const version = head.readUInt8(4);
+  if (version !== PUSHPACK_VERSION) bad(`version ${version} is not supported (this homefs reads version ${PUSHPACK_VERSION})`);
+  const count = head.readUInt32LE(37);
+  if (count > MAX_BLOCKS) bad(`${count} blocks is out of range (0..${MAX_BLOCKS})`);
+  if (head.readBigUInt64LE(41) > BigInt(MAX_DATA)) bad(`data length ${head.readBigUInt64LE(41)} exceeds ${MAX_DATA}`);
+  return PUSHPACK_HEADER + ENTRY * count;
+}
+
+/** The snapshot a pack holds the blocks of, from its first PUSHPACK_HEADER bytes (or more); a FormatError as pushPackIndexLength. */
+export function pushPackSnapshot(head: Buffer, what = 'push pack'): string {
+  pushPackIndexLength(head, what);
+  return head.toString('hex', 5, 37);
+}
+
+/** Decodes header and index (`buf` holds at least pushPackIndexLength bytes); anything malformed is a FormatError. */
+export function decodePushPackIndex(buf: Buffer, what = 'push pack'): PushPackIndex {
+  const bad = (detail: string): never => {
+    throw new FormatError(what, detail);
+  };
+  const dataStart = pushPackIndexLength(buf, what);
+  if (buf.length < dataStart) bad(`${buf.length} bytes is shorter than the index (${dataStart})`);
+  const snapshot = buf.toString('hex', 5, 37);
+  const count = buf.readUInt32LE(37);
+  const dataBytes = Number(buf.readBigUInt64LE(41));
+  const entries: PushPackEntry[] = [];
+  let end = 0;
+  for (let i = 0, at = PUSHPACK_HEADER; i < count; i++, at += ENTRY) {
+    const offsetBig = buf.readBigUInt64LE(at + 32);
+    const length = buf.readUInt32LE(at + 40);
+    if (length < 1 || length > MAX_BLOCK) bad(`block ${i}: length ${length} is out of range (1..${MAX_BLOCK})`);
+    if (offsetBig < BigInt(end)) bad(`block ${i}: offset ${offsetBig} overlaps the block before it`);
+    if (offsetBig + BigInt(length) > BigInt(dataBytes)) bad(`block ${i}: ${offsetBig}+${length} is out of bounds (${dataBytes} bytes of data)`);
+    const offset = Number(offsetBig);
+    entries.push({ hash: buf.toString('hex', at, at + 32), offset, length });
+    end = offset + length;
+  }
+  return { snapshot, dataStart, dataBytes, entries };
+}
+
+/** Decodes a whole pack, which must be exactly as long as its header says (a FormatError otherwise). */
+export function decodePushPack(buf: Buffer, what = 'push pack'): PushPackIndex {
+  const index = decodePushPackIndex(buf, what);
+  const want = index.dataStart + index.dataBytes;
+  if (buf.length !== want) throw new FormatError(what, `${buf.length} bytes where the header says ${want} (truncated or trailing bytes)`);
+  return index;
+}
