@@ -32,7 +32,7 @@ function filePath(url: string, parsed: URL): string {
   }
 }
 
-type S3Module = { createS3Store(url: URL): Store };
+type S3Module = { openS3Store(url: URL): Promise<Store> };
 type RetryModule = { RetryingStore: new (inner: Store, opts?: Partial<RetryOptions>) => Store };
 type ProbeModule = { assertCreateIfAbsent(store: Store): Promise<void> };
 
@@ -51,9 +51,9 @@ export async function openStore(url: string, opts: OpenOptions = {}): Promise<St
     case 'memory:':
       return new MemoryStore();
     case 's3:': {
-      const s3 = (await import('./s3lean.js' as string)) as S3Module; // s3.ts's store, object requests without the SDK
+      const s3 = (await import('./s3lean.js' as string)) as S3Module; // without the SDK when an endpoint is given
       const retry = (await import('./retry.js' as string)) as RetryModule;
-      const store = new retry.RetryingStore(s3.createS3Store(parsed), opts.onRetry ? { onRetry: opts.onRetry } : {});
+      const store = new retry.RetryingStore(await s3.openS3Store(parsed), opts.onRetry ? { onRetry: opts.onRetry } : {});
       if (opts.write) {
         const probe = (await import('./probe.js' as string)) as ProbeModule;
         await probe.assertCreateIfAbsent(store);
