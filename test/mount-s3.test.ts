@@ -1,7 +1,7 @@
 /**
  * The mounted home on the Ceph S3 store (a real RGW on 127.0.0.1): the agent workloads, kill -9 and a
  * remount on the same state directory, a fresh host taking over, a second mount refused by the lease, and a
- * mount with environment credentials that never loads the AWS SDK.
+ * mount with environment credentials that never loads the AWS SDK (and logs its wake.phases).
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -50,7 +50,7 @@ test('S3: kill -9, remount on the same state dir, then a fresh host takes over a
   await h.sleep(fresh);
 });
 
-test('S3: a mount with environment credentials loads no AWS SDK module (command and daemon), and serves', async () => {
+test('S3: a mount with environment credentials loads no AWS SDK module (command and daemon), serves, and logs its wake phases', async () => {
   const lean = new TestHome('acme', 'nosdk', h.storeUrl);
   try {
     const trace = path.join(lean.root, 'imports');
@@ -62,6 +62,13 @@ test('S3: a mount with environment credentials loads no AWS SDK module (command 
     });
     lean.mounts.add(m);
     await shOk(`echo lean > ${m}/f.txt`);
+    const phases = readFileSync(path.join(d.state, 'daemon.log'), 'utf8').split('\n').filter((l) => l.includes('"wake.phases"')).map((l) => (JSON.parse(l) as { ms: Record<string, number> }).ms);
+    assert.equal(phases.length, 1, 'one wake.phases line per wake');
+    const ms = phases[0] ?? {};
+    assert.deepEqual(Object.keys(ms), ['startup', 'imports', 'store', 'lease', 'base', 'fuse', 'total']);
+    assert.ok(Object.values(ms).every((v) => Number.isInteger(v) && v >= 0), JSON.stringify(ms));
+    const parts = Object.entries(ms).filter(([k]) => k !== 'total').reduce((a, [, v]) => a + v, 0);
+    assert.ok(Math.abs(parts - (ms.total ?? 0)) <= 8, `the phases add up to the total: ${JSON.stringify(ms)}`);
     await lean.sleep(m);
     await new Promise((r) => setTimeout(r, 300)); // the daemon writes its trace as it exits
     const lines = readFileSync(trace, 'utf8').split('\n').filter(Boolean);
