@@ -18,11 +18,11 @@
  * (transient ones are retried).
  */
 import { createHash, createHmac } from 'node:crypto';
-import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Agent as HttpAgent, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import { defaults } from '../config.js';
 import { mapLimit } from '../util/concurrency.js';
+import { http, https } from '../util/node-http.js';
 import { NotFoundError, UsageError } from '../util/errors.js';
 import { checkRange, validateKey } from './file.js';
 import { classifyS3Error, isMissing } from './s3-errors.js';
@@ -136,7 +136,7 @@ export class LeanS3Store implements Store {
     this.bucketPath = loc.pathStyle ? `${base}/${encode(loc.bucket)}` : base;
     this.https = e.protocol === 'https:';
     const agentOpts = { keepAlive: true, maxSockets: defaults.storeSockets, timeout: REQUEST_TIMEOUT_MS };
-    this.agent = this.https ? new HttpsAgent(agentOpts) : new HttpAgent(agentOpts);
+    this.agent = this.https ? new (https().Agent)(agentOpts) : new http.Agent(agentOpts);
     this.fixed = staticIdentity(loc, opts);
   }
 
@@ -185,7 +185,7 @@ export class LeanS3Store implements Store {
     const signature = createHmac('sha256', this.signingKey(day, id.region, id.secretAccessKey)).update(toSign).digest('hex');
     const headers: OutgoingHttpHeaders = { ...signed, authorization: `AWS4-HMAC-SHA256 Credential=${id.accessKeyId}/${scope}, SignedHeaders=${names.join(';')}, Signature=${signature}` };
     if (body !== undefined) headers['content-length'] = body.length;
-    const request = this.https ? httpsRequest : httpRequest;
+    const request = this.https ? https().request : http.request;
     const target = qs ? `${path}?${qs}` : path;
     return new Promise<Answer>((resolve, reject) => {
       const req = request({ protocol: this.endpoint.protocol, hostname: this.endpoint.hostname, port: this.endpoint.port, method, path: target, headers, agent: this.agent }, (res) => {
