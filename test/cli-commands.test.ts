@@ -97,3 +97,13 @@ test('a command imports only its own module: mount loads no other command and no
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('the daemon\'s modules load neither Node\'s bundled undici nor TLS (an http endpoint needs neither)', async () => {
+  const mods = ['cli/mount.js', 'home/home.js', 'metrics/homefs.js', 'metrics/http.js', 'daemon/services.js', 'store/open.js', 'store/s3lean.js'];
+  const script = `await Promise.all(${JSON.stringify(mods.map((m) => new URL(`../src/${m}`, import.meta.url).href))}.map((u) => import(u)));
+    console.log(JSON.stringify(process.moduleLoadList.filter((m) => /undici|\\btls\\b/.test(m))));`;
+  const loaded = await new Promise<string>((resolve, reject) => {
+    execFile(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout)));
+  });
+  assert.deepEqual(JSON.parse(loaded), []);
+});

@@ -65,7 +65,7 @@ test('S3: a mount with environment credentials loads no AWS SDK module (command 
     const phases = readFileSync(path.join(d.state, 'daemon.log'), 'utf8').split('\n').filter((l) => l.includes('"wake.phases"')).map((l) => (JSON.parse(l) as { ms: Record<string, number> }).ms);
     assert.equal(phases.length, 1, 'one wake.phases line per wake');
     const ms = phases[0] ?? {};
-    assert.deepEqual(Object.keys(ms), ['startup', 'imports', 'store', 'lease', 'base', 'fuse', 'total']);
+    assert.deepEqual(Object.keys(ms), ['startup', 'imports', 'services', 'store', 'lease', 'base', 'fuse', 'total']);
     assert.ok(Object.values(ms).every((v) => Number.isInteger(v) && v >= 0), JSON.stringify(ms));
     const parts = Object.entries(ms).filter(([k]) => k !== 'total').reduce((a, [, v]) => a + v, 0);
     assert.ok(Math.abs(parts - (ms.total ?? 0)) <= 8, `the phases add up to the total: ${JSON.stringify(ms)}`);

@@ -191,6 +191,7 @@ export class MountedHome {
    */
   static async wake(cfg: MountConfig, log: Logger, mountFn: MountFn, hooks: HomeHooks, start: WakeStart): Promise<MountedHome> {
     const phases = new WakePhases(start.marks);
+    phases.mark('services');
     const paths = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir);
     let unlock: () => void;
     try {

@@ -4,6 +4,7 @@
  * from the end of the previous one (work overlapped with an earlier phase costs the later one nothing):
  *   startup  Node's own start and the CLI's imports, up to the daemon's first line of work
  *   imports  the rest of homefs (home, FUSE adapter, metrics), while the store opens
+ *   services the metrics registry and the daemon's services (metrics endpoint, systemd notifier)
  *   store    what is left of opening the store once the imports are done
  *   lease    the lease claimed (read, write) while the block cache opens; HEAD is read alongside the write
  *   base     HEAD, the log claims and the base snapshot (chooseBase)
