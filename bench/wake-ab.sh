@@ -47,10 +47,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 kill -INT $PX; wait $PX
 echo "median of $ROUNDS rounds at +$RTT ms:"
+med() { sort -n | awk '{ v[NR] = $1 } END { printf "%.3f", v[int((NR + 1) / 2)] }'; }
 for build in "$@"; do
   label=${build%%=*}
-  awk -v l="$label" '$1 == l { m[NR] = $3; c[NR] = $5; g[NR] = $7; r[NR] = $9; n++ } END {
-    asort(m); asort(c); asort(g); asort(r); i = int((n + 1) / 2);
-    printf "  %s: mount %.3f cat-end %.3f git-end %.3f grep-end %.3f s (n=%d)\n", l, m[i], c[i], g[i], r[i], n }' "$out"
+  printf '  %s: mount %s cat-end %s git-end %s grep-end %s s (n=%s)\n' "$label" \
+    "$(awk -v l="$label" '$1 == l { print $3 }' "$out" | med)" "$(awk -v l="$label" '$1 == l { print $5 }' "$out" | med)" \
+    "$(awk -v l="$label" '$1 == l { print $7 }' "$out" | med)" "$(awk -v l="$label" '$1 == l { print $9 }' "$out" | med)" \
+    "$(awk -v l="$label" '$1 == l' "$out" | wc -l)"
 done
 rm -f "$out"
