@@ -52,3 +52,20 @@ test('acquire(): foundOther tells a wake whether another holder\'s lease (live o
   again.stop();
   assert.equal(again.foundOther, false, 'its own lease (the same state directory)');
 });
+
+test('acquire(): onClear runs once the look allows the claim, before the lease is written; never for a refused claim', async () => {
+  const store = new MemoryStore();
+  const key = leaseKey('acme', 'alice');
+  const seen: Array<boolean> = [];
+  const a = new Lease(store, 'acme', 'alice', 'token-a', '/mnt', 60_000, () => undefined);
+  await a.acquire(false, () => void store.has([key]).then((s) => seen.push(s.has(key))));
+  a.stop();
+  assert.deepEqual(seen, [false], 'called once, while no lease was written yet');
+  const b = new Lease(store, 'acme', 'alice', 'token-b', '/mnt', 60_000, () => undefined);
+  let called = false;
+  await assert.rejects(b.acquire(false, () => void (called = true)), /mounted read-write/);
+  assert.equal(called, false, 'a live lease of another holder: no HEAD read for a claim that fails');
+  await b.acquire(true, () => void (called = true));
+  b.stop();
+  assert.equal(called, true, '--takeover claims it');
+});

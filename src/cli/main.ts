@@ -5,7 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
-import { loadCommands } from './commands.js';
+import { registerCommands } from './commands.js';
 import { UserError, errorMessage } from '../util/errors.js';
 import { EXIT_CODE_HELP, ExitCode } from '../util/exit-codes.js';
 
@@ -26,7 +26,7 @@ export async function main(argv: string[]): Promise<number> {
     .configureOutput({ writeErr: (s) => process.stderr.write(s) })
     .showHelpAfterError('(run with --help for usage)')
     .addHelpText('after', `\n${EXIT_CODE_HELP}\n`);
-  for (const register of await loadCommands()) register(program);
+  await registerCommands(program, argv);
   try {
     await program.parseAsync(argv, { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : 0;

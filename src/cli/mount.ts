@@ -3,6 +3,10 @@
  * daemon in the background and returns only once the mount is live (or fails with one line). With
  * --foreground this process is the daemon: it logs JSON lines (pretty on a TTY) and runs until sleep,
  * SIGTERM/SIGINT or umount, each of which performs the final seal first.
+ *
+ * This module is loaded by every `homefs mount`, so it imports little: the daemon starts opening the store
+ * (its create-if-absent probe and first reads in flight) before it imports the rest of homefs (the home, the
+ * FUSE adapter, the metrics), and the command that only starts the daemon imports none of it.
  */
 import { spawn } from 'node:child_process';
 import { closeSync, fstatSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
@@ -10,16 +14,17 @@ import { isAbsolute, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { createLogger, parseLevel } from '../util/log.js';
 import { defaultStoreUrl, defaults, excludePatterns, storeDisabled } from '../config.js';
-import { MountedHome, type MountConfig } from '../home/home.js';
+import type { MountConfig, MountedHome } from '../home/home.js';
+import type { HomeMetrics } from '../metrics/homefs.js';
+import { openStore } from '../store/open.js';
 import { homePaths } from '../home/paths.js';
 import { UsageError, UserError, errorMessage } from '../util/errors.js';
 import { parseHomeRef } from '../util/names.js';
 import { parseBytes, parseDuration } from '../util/units.js';
 import { ExitCode } from '../util/exit-codes.js';
 import { makeDirsSync } from '../util/mkdirs.js';
-import { HomeMetrics } from '../metrics/homefs.js';
 import { parseListenAddr, type ListenAddr } from '../metrics/http.js';
-import { DaemonServices } from '../daemon/services.js';
+import type { DaemonServices } from '../daemon/services.js';
 
 interface Options {
   store?: string;
@@ -103,19 +108,39 @@ function reportToParent(m: StartReport): Promise<void> {
 }
 
 async function runDaemon(cfg: MountConfig, level: string, metricsAddr: ListenAddr | undefined): Promise<void> {
+  const startedAt = performance.now(); // since the process started: Node's own start and this module's imports
   const log = createLogger({ level, base: { org: cfg.org, home: cfg.home }, stream: process.stdout });
-  const { mount, nativeReplies } = await import('../fuse/index.js');
+  // Every retry is logged from the store's very first request (the probe's), and counted once the metrics
+  // exist (they are created after the imports below, before anything can scrape them).
+  let metrics: HomeMetrics | undefined;
+  const early: string[] = [];
+  const onRetry = (op: string, attempt: number, delayMs: number, err: unknown): void => {
+    if (metrics) metrics.storeRetries.inc({ op });
+    else early.push(op);
+    log.warn({ op: 'store', request: op, attempt, delayMs, err: errorMessage(err) }, 'store request failed, retrying');
+  };
+  // The store opens while the rest of homefs loads: its probe runs alongside, and its writes wait for it.
+  const opening = openStore(cfg.storeUrl, { write: !cfg.readOnly, create: !cfg.readOnly, overlapProbe: true, onRetry });
+  opening.catch(() => undefined); // (awaited by wake)
   let home: MountedHome;
   let services: DaemonServices | undefined;
+  let handedOver = false; // wake closes the store from then on, whatever happens
   try {
-    const metrics = new HomeMetrics({ org: cfg.org, home: cfg.home, process: true });
+    const [{ mount, nativeReplies }, { MountedHome }, homefsMetrics, { DaemonServices }] = await Promise.all([
+      import('../fuse/index.js'), import('../home/home.js'), import('../metrics/homefs.js'), import('../daemon/services.js'),
+    ]);
+    const importedAt = performance.now();
+    metrics = new homefsMetrics.HomeMetrics({ org: cfg.org, home: cfg.home, process: true });
     metrics.bindNativeReplies(() => ({ ...nativeReplies() })); // one home per daemon: the process's counts are the home's
+    for (const op of early.splice(0)) metrics.storeRetries.inc({ op });
     const logPath = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir).log;
     services = await DaemonServices.start({ metrics, log, logPath, metricsAddr, what: `${cfg.org}/${cfg.home} at ${cfg.mountpoint}` });
-    home = await MountedHome.wake(cfg, log, mount as never, services.hooks());
+    handedOver = true;
+    home = await MountedHome.wake(cfg, log, mount as never, services.hooks(), { store: opening, marks: { startup: startedAt, imports: importedAt } });
     services.attach(home);
   } catch (e) {
     services?.close();
+    if (!handedOver) await opening.then((s) => s.close(), () => undefined);
     // wake gave back what it took (lease, journal, cache); the process must not linger either way.
     const exitCode = e instanceof UserError ? e.exitCode : ExitCode.internal;
     log.error({ err: errorMessage(e), ...(exitCode === ExitCode.internal ? { stack: (e as Error)?.stack } : {}) }, 'mount failed');

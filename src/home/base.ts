@@ -53,11 +53,12 @@ const WAKE_ATTEMPTS = 5;
 
 export async function chooseBase(
   objects: ObjectStore, org: string, home: string, paths: HomePaths, claimant: boolean, log: Logger,
-  sealStale: (journal: Journal) => Promise<void>, writer: string | null,
+  sealStale: (journal: Journal) => Promise<void>, writer: string | null, headRead?: Promise<HeadRecord | null>,
 ): Promise<BaseChoice> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await chooseOnce(objects, org, home, paths, claimant, log, sealStale, writer);
+      // `headRead`: HEAD, read by the caller since its lease look (home.ts); a later attempt reads it anew.
+      return await chooseOnce(objects, org, home, paths, claimant, log, sealStale, writer, attempt === 1 ? headRead : undefined);
     } catch (e) {
       if (!(e instanceof HeadMoved)) throw e;
       if (attempt >= WAKE_ATTEMPTS) throw new UserError(`HEAD of ${org}/${home} kept moving while this mount replayed its log (another host is still writing it); mount again`);
@@ -68,11 +69,11 @@ export async function chooseBase(
 
 async function chooseOnce(
   objects: ObjectStore, org: string, home: string, paths: HomePaths, claimant: boolean, log: Logger,
-  sealStale: (journal: Journal) => Promise<void>, writer: string | null,
+  sealStale: (journal: Journal) => Promise<void>, writer: string | null, headRead: Promise<HeadRecord | null> | undefined,
 ): Promise<BaseChoice> {
   const opened = { journal: new Journal(paths.journal, journalTestOptions()) };
   try {
-    return await choose(opened, objects, org, home, paths, claimant, log, sealStale, writer);
+    return await choose(opened, objects, org, home, paths, claimant, log, sealStale, writer, headRead);
   } catch (e) {
     if (e instanceof HeadMoved) await opened.journal.close();
     throw e;
@@ -90,10 +91,10 @@ async function advance(objects: ObjectStore, org: string, home: string, h: HeadR
 
 async function choose(
   opened: { journal: Journal }, objects: ObjectStore, org: string, home: string, paths: HomePaths, claimant: boolean, log: Logger,
-  sealStale: (journal: Journal) => Promise<void>, writer: string | null,
+  sealStale: (journal: Journal) => Promise<void>, writer: string | null, headRead: Promise<HeadRecord | null> | undefined,
 ): Promise<BaseChoice> {
   let journal = opened.journal;
-  const found = await readHead(objects.store, org, home);
+  const found = await (headRead ?? readHead(objects.store, org, home));
   let head = found;
   // A claimant fences first: HEAD advances to the same snapshot before any tombstone, so a seal of a holder
   // still writing (past its last look at its segments) loses the HEAD race instead of publishing what a

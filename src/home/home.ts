@@ -28,7 +28,6 @@ import { LogFencedError, LogFullError, LogUnsafeError, seal, sealToLog, type Sea
 import type { ReuseLog } from '../snapshot/objects.js';
 import { dropOldLogs } from '../snapshot/homelog.js';
 import { chainFor, chainLanded, newChain, type LogState } from './logchain.js';
-import { openStore } from '../store/open.js';
 import type { HomeMetrics } from '../metrics/homefs.js';
 import { MeteredStore } from '../store/metered.js';
 import { pruneHistory } from '../ops/history.js';
@@ -51,6 +50,8 @@ import { GitIndexPrefetch } from './gitindex.js';
 import { HotSet } from './hotset.js';
 import { NsPack } from './nspack.js';
 import { makeDirsSync } from '../util/mkdirs.js';
+import { WakePhases } from './phases.js';
+import { readHead, type HeadRecord } from '../snapshot/heads.js';
 
 /** A store reached over the network (S3), as opposed to one on this host's disk (file://, memory://). */
 function isRemote(url: string): boolean {
@@ -87,6 +88,14 @@ export interface HomeHooks {
   onSecuring?: () => void;
   /** Where the metrics endpoint listens (--metrics-addr), for `homefs status`. */
   metricsUrl?: string | undefined;
+}
+
+/** What the daemon started before the wake: the store being opened, and when it started and imported. */
+export interface WakeStart {
+  /** The store, opening (mount.ts): its retries logged from its first request, its writes gated by the probe. */
+  store: Promise<Store>;
+  /** performance.now() at the daemon's start of work (after Node's start and the CLI's imports) and after its imports. */
+  marks?: { startup: number; imports: number };
 }
 
 export class MountedHome {
@@ -180,17 +189,22 @@ export class MountedHome {
    * back before the error is rethrown (the lease released, the cache, journal, hash worker and store
    * closed, the pid lock dropped), so that the process can exit at once and a retry is not refused.
    */
-  static async wake(cfg: MountConfig, log: Logger, mountFn: MountFn, hooks: HomeHooks): Promise<MountedHome> {
+  static async wake(cfg: MountConfig, log: Logger, mountFn: MountFn, hooks: HomeHooks, start: WakeStart): Promise<MountedHome> {
+    const phases = new WakePhases(start.marks);
+    phases.mark('services');
     const paths = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir);
-    makeDirsSync(paths.stateDir, 0o700);
-    const unlock = acquirePidLock(paths.pidFile, `${cfg.org}/${cfg.home}`);
+    let unlock: () => void;
+    try {
+      makeDirsSync(paths.stateDir, 0o700);
+      unlock = acquirePidLock(paths.pidFile, `${cfg.org}/${cfg.home}`);
+    } catch (e) {
+      await start.store.then((s) => s.close(), () => undefined);
+      throw e;
+    }
     const undo: Array<() => Promise<void> | void> = [unlock];
     try {
-      const onRetry = (op: string, attempt: number, delayMs: number, err: unknown): void => {
-        hooks.metrics.storeRetries.inc({ op });
-        log.warn({ op: 'store', request: op, attempt, delayMs, err: errorMessage(err) }, 'store request failed, retrying');
-      };
-      const opened = await openStore(cfg.storeUrl, { write: !cfg.readOnly, create: !cfg.readOnly, onRetry });
+      const opened = await start.store;
+      phases.mark('store');
       const { headDelayMs, blockDelayMs } = storeTestOptions();
       const readable = cfg.readOnly ? await readOnlyStore(opened, cfg.org, cfg.home, log).catch(async (e: unknown) => {
         await opened.close();
@@ -200,8 +214,7 @@ export class MountedHome {
       undo.push(() => store.close());
       const objects = new ObjectStore(store, cfg.org);
       const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log });
-      await cache.init();
-      undo.push(() => cache.close());
+      const cacheReady = cache.init().then(() => void undo.push(() => cache.close()));
       const hot = new HotSet(store, cfg.org, cfg.home, cache, log, cfg.cacheBytes / 2);
       const blocks = {
         read: async (h: string, off: number, len: number) => {
@@ -223,8 +236,22 @@ export class MountedHome {
       const upper = new UpperFiles(paths.upper);
       const excludes = new Excludes(cfg.excludes);
       const contentOpts = { readaheadBlocks: defaults.readaheadBlocks, quotaBytes: cfg.quotaBytes, kernelOwnsTimes: !cfg.readOnly };
-      const lease = cfg.readOnly ? undefined : await MountedHome.claimLease(cfg, store, paths, log);
-      if (lease) undo.push(() => lease.release());
+      // The lease is claimed while the block cache opens. HEAD is read once the lease's look has shown no live
+      // lease of another holder (unless --takeover), alongside the lease's write: a holder's last seal moves HEAD
+      // before its lease goes, so a HEAD read after that look sees it. chooseBase writes nothing before both.
+      let headRead: Promise<HeadRecord | null> | undefined;
+      const claiming = cfg.readOnly ? Promise.resolve(undefined) : MountedHome.claimLease(cfg, store, paths, log, () => {
+        headRead = readHead(store, cfg.org, cfg.home);
+        headRead.catch(() => undefined); // (awaited by chooseBase)
+      }).then((l) => {
+        undo.push(() => l.release());
+        return l;
+      });
+      const [cacheDone, claimed] = await Promise.allSettled([cacheReady, claiming]);
+      if (cacheDone.status === 'rejected') throw cacheDone.reason;
+      if (claimed.status === 'rejected') throw claimed.reason;
+      const lease = claimed.value;
+      phases.mark('lease');
       // A claimant fences the previous holder first (base.ts): it may still be writing.
       const claimant = lease !== undefined && (cfg.takeover || lease.foundOther);
       const choice = await chooseBase(objects, cfg.org, cfg.home, paths, claimant, log, async (stale) => {
@@ -236,7 +263,8 @@ export class MountedHome {
           if (!(e instanceof HeadConflictError)) throw e;
           log.warn({ err: e.message }, 'local changes kept as a conflict snapshot');
         }
-      }, lease?.token ?? null);
+      }, lease?.token ?? null, headRead);
+      phases.mark('base');
       const journal = choice.journal;
       undo.push(async () => {
         await upper.closeAll();
@@ -283,6 +311,8 @@ export class MountedHome {
         h.session?.unmount(); // mounted, but what follows the mount failed
       });
       h.mount(mountFn);
+      phases.mark('fuse');
+      log.info({ op: 'wake.phases', ms: phases.report() }, 'wake phases (ms)');
       void hot.warmUp(); // the hot set first: its entries queue ahead of all but the walk's first levels
       if (choice.rootTree && remote) h.walkNamespace(choice.rootTree);
       return h;
@@ -292,7 +322,8 @@ export class MountedHome {
     }
   }
 
-  private static async claimLease(cfg: MountConfig, store: Store, paths: HomePaths, log: Logger): Promise<Lease> {
+  /** `onClear`: the lease's look found no live lease of another holder (or --takeover): see Lease.acquire. */
+  private static async claimLease(cfg: MountConfig, store: Store, paths: HomePaths, log: Logger, onClear: () => void): Promise<Lease> {
     // The lease token identifies this state directory, so a crashed daemon's successor reclaims at once.
     const tokenFile = `${paths.stateDir}/lease-token`;
     const { readFileSync, writeFileSync } = await import('node:fs');
@@ -306,7 +337,7 @@ export class MountedHome {
     const lease = new Lease(store, cfg.org, cfg.home, token, cfg.mountpoint, cfg.leaseTtlMs, (by) => {
       log.error({ org: cfg.org, home: cfg.home, by: by.host }, 'lease taken over by another host: this mount can no longer advance HEAD');
     });
-    await lease.acquire(cfg.takeover);
+    await lease.acquire(cfg.takeover, onClear);
     return lease;
   }
 

@@ -57,8 +57,12 @@ export class Lease {
     return { token: this.token, host: hostname(), pid: process.pid, mountpoint: this.mountpoint, expiresAt: Date.now() + this.ttlMs };
   }
 
-  /** Claims the lease. Returns whether a live lease of another holder was taken over. */
-  async acquire(takeover: boolean): Promise<boolean> {
+  /**
+   * Claims the lease. Returns whether a live lease of another holder was taken over. `onClear` is called once
+   * the look at the current lease allows the claim, before this lease is written: a waking mount reads HEAD
+   * from there on, in parallel with the write.
+   */
+  async acquire(takeover: boolean, onClear?: () => void): Promise<boolean> {
     const cur = await this.read();
     this.foundOther = cur !== null && cur.token !== this.token;
     const live = this.foundOther && cur !== null && cur.expiresAt > Date.now();
@@ -66,6 +70,7 @@ export class Lease {
       const left = Math.ceil((cur.expiresAt - Date.now()) / 1000);
       throw new UserError(`${this.org}/${this.home} is mounted read-write on host ${cur.host} (pid ${cur.pid}, ${cur.mountpoint}); its lease expires in ${left}s unless renewed — unmount it there, or pass --takeover if that host is dead`);
     }
+    onClear?.();
     const before = performance.now();
     await this.store.put(this.key, Buffer.from(JSON.stringify(this.record())));
     this.confirmedAt = before;

@@ -7,8 +7,22 @@
  * With `process: true` the registry also holds prom-client's default process and Node.js metrics (CPU,
  * resident memory, open fds, event-loop lag, GC, heap), the names operators' dashboards expect.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { createRequire } from 'node:module';
+import type * as Prom from 'prom-client';
 import type { StoreMeters } from '../store/metered.js';
+
+// prom-client's parts, each from its own file: its index also loads the Pushgateway (node:https, so TLS) and
+// the cluster aggregator, about 100 ms of a mount's start for nothing used here (docs/decisions.md, "wake:
+// serving sooner"). The package has no `exports` map: these paths are its files as published.
+const require = createRequire(import.meta.url);
+const Registry = require('prom-client/lib/registry') as typeof Prom.Registry;
+const Counter = require('prom-client/lib/counter') as typeof Prom.Counter;
+const Gauge = require('prom-client/lib/gauge') as typeof Prom.Gauge;
+const Histogram = require('prom-client/lib/histogram') as typeof Prom.Histogram;
+const collectDefaultMetrics = require('prom-client/lib/defaultMetrics') as typeof Prom.collectDefaultMetrics;
+type Counter<T extends string = string> = Prom.Counter<T>;
+type Gauge<T extends string = string> = Prom.Gauge<T>;
+type Histogram<T extends string = string> = Prom.Histogram<T>;
 
 /** Latency buckets in seconds: 50 µs (a cached FUSE op) to 60 s (a large seal). */
 export const LATENCY_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];

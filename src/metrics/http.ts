@@ -6,9 +6,10 @@
  * the endpoint has no authentication, so a non-loopback address must be asked for, and is logged as a
  * warning (docs/operations.md, "Observability").
  */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { isIP } from 'node:net';
 import { UserError } from '../util/errors.js';
+import { http } from '../util/node-http.js';
 
 export interface ListenAddr {
   host: string;
@@ -61,7 +62,7 @@ function listenError(addr: ListenAddr, flag: string, e: NodeJS.ErrnoException): 
 
 /** Starts the endpoint; resolves once it listens, with the port it got (port 0 picks a free one). */
 export async function serveEndpoint(addr: ListenAddr, src: EndpointSources, flag = '--metrics-addr'): Promise<{ server: Server; url: string }> {
-  const server = createServer((req, res) => {
+  const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD' }).end();

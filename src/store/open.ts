@@ -18,6 +18,11 @@ export interface OpenOptions {
   onRetry?: RetryOptions['onRetry'];
   /** A missing file store directory may be created (push, a read-write mount); otherwise it is an error. */
   create?: boolean;
+  /**
+   * With `write`: return at once instead of after the create-if-absent probe; the probe runs alongside, and
+   * the store's writes wait for it (GatedStore, gated.ts). A mount reads meanwhile.
+   */
+  overlapProbe?: boolean;
 }
 
 /** The path of a `file:` URL; only an absolute path (`file:///abs/path`) is accepted. */
@@ -32,9 +37,10 @@ function filePath(url: string, parsed: URL): string {
   }
 }
 
-type S3Module = { createS3Store(url: URL): Store };
+type S3Module = { openS3Store(url: URL): Promise<Store> };
 type RetryModule = { RetryingStore: new (inner: Store, opts?: Partial<RetryOptions>) => Store };
-type ProbeModule = { assertCreateIfAbsent(store: Store): Promise<void> };
+type ProbeModule = { startProbe(store: Store): { confirmed: Promise<void>; settled: Promise<void> } };
+type GatedModule = { GatedStore: new (inner: Store, gate: Promise<void>, settled?: Promise<void>) => Store };
 
 export async function openStore(url: string, opts: OpenOptions = {}): Promise<Store> {
   if (!url) throw new UsageError('no store given: pass --store URL or set HOMEFS_STORE');
@@ -51,12 +57,14 @@ export async function openStore(url: string, opts: OpenOptions = {}): Promise<St
     case 'memory:':
       return new MemoryStore();
     case 's3:': {
-      const s3 = (await import('./s3lean.js' as string)) as S3Module; // s3.ts's store, object requests without the SDK
+      const s3 = (await import('./s3lean.js' as string)) as S3Module; // without the SDK when an endpoint is given
       const retry = (await import('./retry.js' as string)) as RetryModule;
-      const store = new retry.RetryingStore(s3.createS3Store(parsed), opts.onRetry ? { onRetry: opts.onRetry } : {});
+      const store = new retry.RetryingStore(await s3.openS3Store(parsed), opts.onRetry ? { onRetry: opts.onRetry } : {});
       if (opts.write) {
-        const probe = (await import('./probe.js' as string)) as ProbeModule;
-        await probe.assertCreateIfAbsent(store);
+        const probe = ((await import('./probe.js' as string)) as ProbeModule).startProbe(store);
+        if (opts.overlapProbe) return new ((await import('./gated.js' as string)) as GatedModule).GatedStore(store, probe.confirmed, probe.settled);
+        await probe.settled;
+        await probe.confirmed;
       }
       return store;
     }

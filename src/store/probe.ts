@@ -15,9 +15,20 @@ import type { Store } from './store.js';
 export const PROBE_PREFIX = '_probe/';
 
 export async function assertCreateIfAbsent(store: Store, keyPrefix = PROBE_PREFIX): Promise<void> {
+  const p = startProbe(store, keyPrefix);
+  await p.settled;
+  await p.confirmed;
+}
+
+/**
+ * The probe, started: `confirmed` resolves once the store has shown it enforces create-if-absent (the two
+ * conditional writes), and rejects with the one-line reason otherwise; `settled` once the probe's key is
+ * deleted again too (it never rejects). A caller may go on while the delete is in flight.
+ */
+export function startProbe(store: Store, keyPrefix = PROBE_PREFIX): { confirmed: Promise<void>; settled: Promise<void> } {
   const id = `${hostname().replace(/[^A-Za-z0-9._-]/g, '_')}-${process.pid}-${randomBytes(8).toString('hex')}`;
   const key = `${keyPrefix}${id}`;
-  try {
+  const confirmed = (async () => {
     const first = await store.putIfAbsent(key, Buffer.from(`homefs create-if-absent probe 1 ${id}\n`));
     if (!first) {
       throw new UserError(`store ${store.url}: create-if-absent probe found its fresh key ${key} already present; the store does not behave as homefs needs, so homefs refuses to advance HEAD on it`);
@@ -26,7 +37,7 @@ export async function assertCreateIfAbsent(store: Store, keyPrefix = PROBE_PREFI
     if (second) {
       throw new UserError(`store ${store.url} does not enforce create-if-absent (a second conditional write with If-None-Match: * replaced an existing object); homefs refuses to advance HEAD on it`);
     }
-  } finally {
-    await store.delete(key).catch(() => undefined);
-  }
+  })();
+  const settled = confirmed.then(() => undefined, () => undefined).then(() => store.delete(key)).catch(() => undefined);
+  return { confirmed, settled };
 }
