@@ -82,7 +82,7 @@ test('an unknown command is one error line, its suggestion and the usage hint, e
   assert.deepEqual(r.stderr.trim().split('\n'), ["error: unknown command 'frob'", '(Did you mean fork?)', '(run with --help for usage)']);
 });
 
-test('a command imports only its own module: mount loads no other command and no AWS SDK', async () => {
+test('a command imports only its own module: mount loads no other command, no AWS SDK, and not the daemon\'s parts', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'homefs-cli-commands-'));
   try {
     const trace = join(dir, 'trace');
@@ -93,6 +93,9 @@ test('a command imports only its own module: mount loads no other command and no
     const others = COMMANDS.filter((c) => c.name !== 'mount').map((c) => c.name === 'sync' || c.name === 'sleep' || c.name === 'status' ? 'control-cmds' : c.name === 'uninstall-helper' ? 'install-helper' : c.name);
     for (const o of others) assert.ok(!urls.some((u) => u.endsWith(`/src/cli/${o}.js`)), `${o}.js not loaded`);
     assert.ok(!urls.some((u) => u.includes('@aws-sdk')), `no @aws-sdk module: ${urls.filter((u) => u.includes('@aws-sdk')).slice(0, 3).join(', ')}`);
+    for (const heavy of ['/src/home/home.js', '/src/metrics/homefs.js', '/node_modules/pino/', '/node_modules/prom-client/']) {
+      assert.ok(!urls.some((u) => u.includes(heavy)), `the command that spawns the daemon loads no ${heavy}`);
+    }
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -4,9 +4,16 @@
  * on a TTY a compact human format (`12:00:01 INFO  sealed  org=acme home=a op=seal ms=12`), written by
  * the small formatter below rather than pino-pretty, which is not a dependency (one fewer package in the
  * daemon's install; the format is a dozen lines).
+ *
+ * pino itself is required when the first logger is created, not when this module loads: a command that only
+ * checks `--log-level` (the `homefs mount` that spawns the daemon) does not pay for loading it.
  */
-import pino, { type Logger } from 'pino';
+import { createRequire } from 'node:module';
+import type { Logger } from 'pino';
+import type * as Pino from 'pino';
 import { UsageError } from './errors.js';
+
+const require = createRequire(import.meta.url);
 
 export const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 export type Level = (typeof LEVELS)[number];
@@ -54,5 +61,6 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   const level = parseLevel(opts.level ?? 'info');
   const pretty = opts.pretty ?? Boolean(stream.isTTY);
   const dest = pretty ? { write: (s: string) => stream.write(prettyLine(s)) } : stream;
+  const pino = require('pino') as typeof Pino.pino;
   return pino({ level, base: opts.base ?? {} }, dest);
 }
