@@ -2,7 +2,7 @@
 # push and pull of two homefs builds and restic, side by side, over the test Ceph behind
 # bench/latency-proxy.ts (docs/benchmarks.md, "Where the time goes: push and pull over Ceph").
 #   bench/pushpull-ab.sh <before checkout, built> <home dir> [RTT_MS ...]   (default RTTs: 0 20)
-# Per step: wall time, client CPU (user+sys, children included), RGW + OSD CPU during the step (the shared
+# Per step: wall time, client CPU (user+sys, children included), client peak RSS, RGW + OSD CPU during the step (the shared
 # test Ceph: includes whatever else uses it meanwhile) and the 1-min load. Page cache dropped before each
 # step (root). Every step uses a fresh prefix of the bucket.
 set -euo pipefail
@@ -34,9 +34,9 @@ trap cleanup EXIT
 measure() { # label command...
   local label=$1 s0 l0 e u s; shift
   s0=$(srv); l0=$(cut -d' ' -f1 /proc/loadavg); sync; echo 3 > /proc/sys/vm/drop_caches
-  if ! /usr/bin/time -f "%e %U %S" -o "$work/time" "$@" > "$work/out" 2>&1; then echo "$label FAILED: $(tail -1 "$work/out")"; return; fi
-  read -r e u s < "$work/time"
-  printf "%-22s wall %6.2f s  client CPU %6.2f s  server CPU %6.2f s  load %s\n" "$label" "$e" "$(echo "$u + $s" | bc)" "$(echo "($(srv) - $s0) / 100" | bc -l)" "$l0"
+  if ! /usr/bin/time -f "%e %U %S %M" -o "$work/time" "$@" > "$work/out" 2>&1; then echo "$label FAILED: $(tail -1 "$work/out")"; return; fi
+  read -r e u s m < "$work/time"
+  printf "%-22s wall %6.2f s  client CPU %6.2f s  RSS %5d MB  server CPU %6.2f s  load %s\n" "$label" "$e" "$(echo "$u + $s" | bc)" "$((m / 1024))" "$(echo "($(srv) - $s0) / 100" | bc -l)" "$l0"
 }
 for rtt in "${rtts[@]}"; do
   port=$(node -e "const s=require('net').createServer();s.listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")

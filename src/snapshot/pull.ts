@@ -13,6 +13,10 @@
  * makes the tree appear whole to other processes, but a host crash soon after a pull can leave files of
  * it short, as after cp. Run `sync` after the pull when the tree must survive a power loss (README).
  *
+ * Files are taken depth first in name order, the order of the home's push pack (pushpack-reader.ts): on a
+ * store over the network, when the pack is of the snapshot pulled, the small blocks stream out of it in
+ * ~8 MiB ranged GETs, each verified by hash, and only the rest are fetched one GET each.
+ *
  * Order matters for metadata: content, FIFOs, hard links, xattrs, owners (root only: chown clears
  * setuid bits, so it comes before chmod), modes, then times (files first, directories deepest first,
  * because creating an entry changes its directory's mtime, and the root last, from the snapshot's

@@ -9,6 +9,9 @@
  * advanced from the generation the push started from. Objects are always written before anything that
  * references them, so a crash or a lost HEAD race leaves the previous HEAD intact and the new objects as
  * collectable orphans.
+ * After HEAD moved, on a store over the network, push writes the home's namespace pack and push pack
+ * (nspack.ts, pushpack.ts: the small blocks in pull order, read back from the files and verified); both
+ * are hints, and a failure to write them leaves the push committed.
  *
  * A file the parent snapshot (HEAD) holds at the same path with the same size, mtime and ctime is not read
  * again: its block list is reused (`rehash` turns this off). Everything else is hashed.
