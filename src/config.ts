@@ -140,6 +140,15 @@ export const defaults = {
     /** Pull holds at most this many bytes of pack blocks that no file has taken yet (then it stops reading ahead). */
     bufferBytes: 128 * 1024 * 1024,
   },
+  /** A mount's cold reads from the push pack (home/packreads.ts). */
+  packReads: {
+    /** One ranged GET of the pack reads up to this many bytes, from the block asked for on. */
+    windowBytes: 1024 * 1024,
+    /** Blocks read in a window and not asked for yet are held up to this many bytes. */
+    heldBytes: 32 * 1024 * 1024,
+    /** A pack whose index is longer is not used by mounts (pull still uses it). */
+    maxIndexBytes: 16 * 1024 * 1024,
+  },
   /** `homefs push` and `homefs pull` take `--parallel N` up to this. */
   maxTransferParallelism: 1024,
   /** The block cache (cache/blockcache.ts); each can be overridden by its options. */

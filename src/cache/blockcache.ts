@@ -84,6 +84,11 @@ export interface BlockCacheOptions {
   maxPrefetchQueue?: number;
   /** Open file handles kept for disk range reads. Default: config.ts. */
   openFiles?: number;
+  /**
+   * Asked first for every block the cache fetches (home/packreads.ts: the push pack); undefined sends the
+   * fetch to the store's `blocks/`. What it returns is verified like any fetched object.
+   */
+  pack?: { fetch(hash: string): Promise<Buffer | undefined> };
 }
 
 type Source = 'disk' | 'store';
@@ -428,8 +433,10 @@ export class BlockCache {
         release();
         throw new StoreUnavailableError(store.url, 'timed out waiting for a fetch slot');
       }
-      this.counters.fetches++;
       try {
+        const packed = kind === 'block' ? await this.opts.pack?.fetch(hash) : undefined;
+        if (packed) return packed; // (its bytes are counted by the pack's own report)
+        this.counters.fetches++;
         const data = await store.get(key);
         this.counters.bytesFetched += data.length;
         return data;

@@ -49,6 +49,7 @@ import { Presealer, inodePath } from '../seal/preseal.js';
 import { GitIndexPrefetch } from './gitindex.js';
 import { HotSet } from './hotset.js';
 import { NsPack } from './nspack.js';
+import { PackReads } from './packreads.js';
 import { makeDirsSync } from '../util/mkdirs.js';
 import { WakePhases } from './phases.js';
 import { readHead, type HeadRecord } from '../snapshot/heads.js';
@@ -114,6 +115,8 @@ export class MountedHome {
   private walk: TreeWalk | undefined;
   /** The namespace pack, on a store over the network (null on local disk, where a round trip is free). */
   private readonly nsPack: NsPack | null;
+  /** Cold reads from the push pack (set by wake; null on a local store). */
+  packReads: PackReads | null = null;
   private readonly capacity: Capacity;
   private readonly cacheMetrics: CacheMetricsMirror;
   private readonly sealer: Sealer<SealResult | null>;
@@ -213,7 +216,10 @@ export class MountedHome {
       const store = new MeteredStore(withWriteDelays(readable, { heads: headsPrefix(cfg.org, cfg.home), headMs: headDelayMs, blocks: `${cfg.org}/blocks/`, blockMs: blockDelayMs }), hooks.metrics.storeMeters());
       undo.push(() => store.close());
       const objects = new ObjectStore(store, cfg.org);
-      const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log });
+      // Cold reads cut out of the push pack, where the store is remote (a local one costs no round trips).
+      const packReads = isRemote(store.url) ? new PackReads(store, cfg.org, cfg.home, defaults.packReads, log) : null;
+      void packReads?.load(); // in the background: fetches before it has loaded go to blocks/
+      const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log, ...(packReads ? { pack: packReads } : {}) });
       const cacheReady = cache.init().then(() => void undo.push(() => cache.close()));
       const hot = new HotSet(store, cfg.org, cfg.home, cache, log, cfg.cacheBytes / 2);
       const blocks = {
@@ -303,6 +309,7 @@ export class MountedHome {
       const ra = choice.rootAttrs;
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
       const h = new MountedHome(cfg, paths, log, store, objects, cache, hot, journal, upper, content, view, lease, unlock, hooks);
+      h.packReads = packReads;
       h.logState = cfg.fsync === 'store' && choice.log ? { ...choice.log, chain: newChain(choice.log.nextSeq) } : null;
       if (!cfg.readOnly && defaults.presealBlocks) h.startPreseal();
       undo.push(() => h.hashPool.close());
@@ -734,7 +741,7 @@ export class MountedHome {
     return homeStatus({
       state: this.state, cfg: this.cfg, journal: this.journal, cache: this.cache, storeUrl: this.store.url,
       lastSealAt: this.lastSealAt, lastSnapshot: this.lastSnapshot, lastError: this.lastError, seals: this.seals,
-      bytesUploaded: this.bytesUploaded, hotset: { entries: this.hot.entries, touchedBytes: this.hot.touchedBytes, warm: this.hot.warm }, nspack: this.nsPack?.report ?? null,
+      bytesUploaded: this.bytesUploaded, hotset: { entries: this.hot.entries, touchedBytes: this.hot.touchedBytes, warm: this.hot.warm }, nspack: this.nsPack?.report ?? null, pushpack: this.packReads?.report ?? null,
       preseal: this.preseal ? { hashed: this.preseal.hashed, uploaded: this.preseal.uploaded } : null,
       metricsUrl: this.hooks.metricsUrl,
     });

@@ -26,6 +26,8 @@ export interface StatusInput {
   hotset: { entries: number; touchedBytes: number; warm: { bytesFetched: number } | null };
   /** What loading the namespace pack did at wake (null: no pack on this store, or not loaded). */
   nspack: { bytesFetched: number } | null;
+  /** What the push pack served to cold reads (null: a local store). */
+  pushpack: { bytesFetched: number } | null;
   /** Blocks of large files hashed and uploaded while they were written (seal/preseal.ts); null when off. */
   preseal: { hashed: number; uploaded: number } | null;
   metricsUrl?: string | undefined;
@@ -55,9 +57,10 @@ export function homeStatus(h: StatusInput): Record<string, unknown> {
     lastSealAt: h.lastSealAt ? new Date(h.lastSealAt).toISOString() : null, lastSnapshot: h.lastSnapshot,
     lastError: h.lastError, seals: h.seals, bytesUploaded: h.bytesUploaded,
     cacheBytes: c.bytes, cacheHits: c.hits, cacheMisses: c.misses, hitRatio: c.hits + c.misses > 0 ? c.hits / (c.hits + c.misses) : null,
-    // Everything fetched from the store: the cache's GETs plus the hot-set record, wake pack and namespace pack.
-    bytesFetched: c.bytesFetched + (h.hotset.warm?.bytesFetched ?? 0) + (h.nspack?.bytesFetched ?? 0),
-    bytesTouched: h.hotset.touchedBytes, hotset: h.hotset, nspack: h.nspack, preseal: h.preseal,
+    // Everything fetched from the store: the cache's GETs plus the hot-set record, wake pack, namespace pack
+    // and push pack.
+    bytesFetched: c.bytesFetched + (h.hotset.warm?.bytesFetched ?? 0) + (h.nspack?.bytesFetched ?? 0) + (h.pushpack?.bytesFetched ?? 0),
+    bytesTouched: h.hotset.touchedBytes, hotset: h.hotset, nspack: h.nspack, pushpack: h.pushpack, preseal: h.preseal,
     fsync: h.cfg.fsync, readOnly: h.cfg.readOnly, metricsUrl: h.metricsUrl ?? null,
   };
 }

@@ -1,0 +1,181 @@
+/**
+ * Cold reads of a mount served from the home's push pack (snapshot/pushpack.ts, docs/format.md "Push
+ * pack"). The pack holds the pushed snapshot's small blocks in the order `pull` writes files: depth first,
+ * names in byte order. That is the order in which `grep -r`, `tar c` and `git status` go through a
+ * directory, so the blocks a cold reader asks for next lie right after the one it asks for now.
+ *
+ * When the block cache must fetch a block the pack's index names, it asks `fetch`: one ranged GET reads a
+ * window of the pack starting at that block (up to `windowBytes`), every block cut out of it is verified by
+ * its hash, the one asked for is returned and the others are held, in memory and bounded, for the fetches
+ * that come next (the directory prefetch asks for them a moment later). A fetch of a block whose window is
+ * in flight joins it. A file's later blocks and other homes' blocks are not in the pack: they go to
+ * `blocks/` as before.
+ *
+ * Like every pack it is a hint: the index loads in the background after the mount serves (fetches before
+ * then go to `blocks/`), any block of a snapshot is welcome (content addressing: a block is its hash, not
+ * its snapshot's), and a pack that is missing, damaged, too large to index, or a window that fails or holds
+ * a wrong block only sends those fetches to `blocks/`. Nothing here can fail a read.
+ */
+import type { Logger } from 'pino';
+import { hashBuffer } from '../hash/blake3.js';
+import { decodePushPackIndex, pushPackIndexLength, type PushPackEntry } from '../snapshot/pushpack.js';
+import { pushPackKey } from '../store/keys.js';
+import type { Store } from '../store/store.js';
+import { NotFoundError, errorMessage } from '../util/errors.js';
+
+export interface PackReadOptions {
+  /** One ranged GET reads at most this many bytes of the pack (one block larger than that alone). */
+  windowBytes: number;
+  /** Blocks read in a window and not asked for yet are held up to this many bytes (oldest dropped first). */
+  heldBytes: number;
+  /** An index longer than this is not loaded (the pack is then not used by mounts). */
+  maxIndexBytes: number;
+}
+
+/** What the push pack did for this mount (`status`, `pushpack`). */
+export interface PackReadReport {
+  /** loading, none (no pack), skipped (damaged or too large), ready. */
+  state: 'loading' | 'none' | 'skipped' | 'ready';
+  blocks: number;
+  windows: number;
+  /** Blocks served from windows; blocks that failed their hash; window GETs that failed. */
+  served: number;
+  rejected: number;
+  failed: number;
+  /** Bytes of index and windows fetched. */
+  bytesFetched: number;
+}
+
+export class PackReads {
+  readonly report: PackReadReport = { state: 'loading', blocks: 0, windows: 0, served: 0, rejected: 0, failed: 0, bytesFetched: 0 };
+  private entries: PushPackEntry[] = [];
+  private where: Map<string, number> | null = null;
+  private dataStart = 0;
+  private readonly inflight = new Map<string, Promise<Map<string, Buffer>>>();
+  private readonly held = new Map<string, Buffer>();
+  private heldTotal = 0;
+  private readonly key: string;
+
+  constructor(private readonly store: Store, org: string, home: string, private readonly opts: PackReadOptions, private readonly log?: Logger) {
+    this.key = pushPackKey(org, home);
+  }
+
+  /** Loads the index (two ranged GETs at most); never throws. */
+  async load(): Promise<void> {
+    try {
+      const first = await this.get(0, Math.min(this.opts.windowBytes, this.opts.maxIndexBytes));
+      const indexEnd = pushPackIndexLength(first);
+      if (indexEnd > this.opts.maxIndexBytes) {
+        this.report.state = 'skipped';
+        this.log?.info({ op: 'pushpack.load', indexBytes: indexEnd }, 'push pack index too large to load; cold reads fetch block by block');
+        return;
+      }
+      const head = first.length >= indexEnd ? first : Buffer.concat([first, await this.get(first.length, indexEnd - first.length)]);
+      const index = decodePushPackIndex(head);
+      this.entries = index.entries;
+      this.dataStart = index.dataStart;
+      const where = new Map<string, number>();
+      index.entries.forEach((e, i) => where.set(e.hash, i));
+      this.where = where;
+      this.report.blocks = index.entries.length;
+      this.report.state = 'ready';
+    } catch (e) {
+      this.report.state = e instanceof NotFoundError ? 'none' : 'skipped';
+      if (!(e instanceof NotFoundError)) this.log?.warn({ op: 'pushpack.load', err: errorMessage(e) }, 'push pack not used; cold reads fetch block by block');
+    }
+  }
+
+  /** Whether the pack can supply `hash` now (held, in a window in flight, or in the index). */
+  has(hash: string): boolean {
+    return this.held.has(hash) || this.inflight.has(hash) || (this.where?.has(hash) ?? false);
+  }
+
+  /**
+   * The verified bytes of block `hash` from the pack, or undefined when the pack cannot supply them (not in
+   * it, index not loaded yet, window failed, hash mismatch): the caller then fetches from `blocks/`.
+   */
+  async fetch(hash: string): Promise<Buffer | undefined> {
+    const ready = this.take(hash);
+    if (ready) return ready;
+    const joined = this.inflight.get(hash);
+    if (joined) return this.take(hash, await joined);
+    const at = this.where?.get(hash);
+    if (at === undefined) return undefined;
+    return this.take(hash, await this.window(at));
+  }
+
+  /** Held bytes of `hash` (removed from the held set), from `got` if given. */
+  private take(hash: string, got?: Map<string, Buffer>): Buffer | undefined {
+    const b = this.held.get(hash);
+    if (b) {
+      this.held.delete(hash);
+      this.heldTotal -= b.length;
+      this.report.served++;
+      return b;
+    }
+    const g = got?.get(hash);
+    if (g) this.report.served++;
+    return g;
+  }
+
+  /** Reads the window starting at entry `at`; its blocks are held (the caller takes its own). */
+  private window(at: number): Promise<Map<string, Buffer>> {
+    const first = this.entries[at] as PushPackEntry;
+    const slice: PushPackEntry[] = [];
+    for (let i = at; i < this.entries.length; i++) {
+      const e = this.entries[i] as PushPackEntry;
+      if (slice.length > 0 && e.offset + e.length - first.offset > this.opts.windowBytes) break;
+      if (this.held.has(e.hash) || (this.inflight.has(e.hash) && i > at)) break; // read already, or being read
+      slice.push(e);
+    }
+    const last = slice[slice.length - 1] as PushPackEntry;
+    const p = this.read(first, last, slice);
+    for (const e of slice) this.inflight.set(e.hash, p);
+    const done = (): void => {
+      for (const e of slice) if (this.inflight.get(e.hash) === p) this.inflight.delete(e.hash);
+    };
+    p.then(done, done);
+    return p;
+  }
+
+  private async read(first: PushPackEntry, last: PushPackEntry, slice: readonly PushPackEntry[]): Promise<Map<string, Buffer>> {
+    const out = new Map<string, Buffer>();
+    let buf: Buffer;
+    try {
+      buf = await this.get(this.dataStart + first.offset, last.offset + last.length - first.offset);
+      this.report.windows++;
+    } catch (e) {
+      this.report.failed++;
+      this.log?.warn({ op: 'pushpack.window', err: errorMessage(e) }, 'push pack window not read; those blocks are fetched one by one');
+      return out;
+    }
+    for (const e of slice) {
+      const data = Buffer.from(buf.subarray(e.offset - first.offset, e.offset - first.offset + e.length)); // own copy: no slice pins the window
+      if (data.length !== e.length || hashBuffer(data) !== e.hash) {
+        this.report.rejected++;
+        this.where?.delete(e.hash); // never asked of the pack again
+        continue;
+      }
+      out.set(e.hash, data);
+      this.hold(e.hash, data);
+    }
+    return out;
+  }
+
+  private hold(hash: string, data: Buffer): void {
+    if (this.held.has(hash) || data.length > this.opts.heldBytes) return;
+    this.held.set(hash, data);
+    this.heldTotal += data.length;
+    for (const [h, b] of this.held) {
+      if (this.heldTotal <= this.opts.heldBytes) break;
+      this.held.delete(h);
+      this.heldTotal -= b.length;
+    }
+  }
+
+  private async get(offset: number, length: number): Promise<Buffer> {
+    const b = await this.store.getRange(this.key, offset, length);
+    this.report.bytesFetched += b.length;
+    return b;
+  }
+}
