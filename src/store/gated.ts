@@ -5,49 +5,32 @@
  * written before the probe has confirmed that HEAD can advance safely on this store. `close` waits for
  * `settled` (the probe's own clean-up) before closing the store under it.
  */
-import type { ObjectInfo, Store } from './store.js';
+import { ForwardingStore } from './forwarding.js';
+import type { Store } from './store.js';
 
-export class GatedStore implements Store {
-  readonly url: string;
-
-  constructor(private readonly inner: Store, readonly gate: Promise<void>, private readonly settled: Promise<void> = gate) {
-    this.url = inner.url;
+export class GatedStore extends ForwardingStore {
+  constructor(inner: Store, readonly gate: Promise<void>, private readonly settled: Promise<void> = gate) {
+    super(inner);
     gate.catch(() => undefined); // reported by the writes (and whoever awaits the gate), not as unhandled
     settled.catch(() => undefined);
   }
 
-  has(keys: readonly string[]): Promise<Set<string>> {
-    return this.inner.has(keys);
-  }
-
-  get(key: string): Promise<Buffer> {
-    return this.inner.get(key);
-  }
-
-  getRange(key: string, offset: number, length: number): Promise<Buffer> {
-    return this.inner.getRange(key, offset, length);
-  }
-
-  list(prefix: string, limit?: number): AsyncIterable<ObjectInfo> {
-    return this.inner.list(prefix, limit);
-  }
-
-  async put(key: string, data: Buffer): Promise<void> {
+  override async put(key: string, data: Buffer): Promise<void> {
     await this.gate;
     return this.inner.put(key, data);
   }
 
-  async putIfAbsent(key: string, data: Buffer): Promise<boolean> {
+  override async putIfAbsent(key: string, data: Buffer): Promise<boolean> {
     await this.gate;
     return this.inner.putIfAbsent(key, data);
   }
 
-  async delete(key: string): Promise<void> {
+  override async delete(key: string): Promise<void> {
     await this.gate;
     return this.inner.delete(key);
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     await this.settled.catch(() => undefined);
     await this.inner.close();
   }
