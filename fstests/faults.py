@@ -104,12 +104,12 @@ class S3Home:
         self.home = f'fstests/{tag}'
         self.mnts = []
 
-    def push(self, files):
+    def push(self, files, extra=()):
         src = os.path.join(self.t.scratch, 'push-src')
         os.makedirs(src, exist_ok=True)
         for name, data in files.items():
             write(os.path.join(src, name), data)
-        p = subprocess.run([BIN, 'push', src, self.home, '--store', self.direct], capture_output=True, timeout=300)
+        p = subprocess.run([BIN, 'push', src, self.home, '--store', self.direct, *extra], capture_output=True, timeout=300)
         eq(p.returncode, 0, f'homefs push: {p.stderr.decode().strip()}')
 
     def mount(self, fsync='store', extra=()):

@@ -30,11 +30,12 @@ def _wait(cond, what, timeout=60):
         time.sleep(0.05)
 
 
-def _push_tree(t, h, files):
-    """S3Home.push, with the parent directories of nested names made first."""
+def _push_tree(t, h, files, pack=True):
+    """S3Home.push, with the parent directories of nested names made first. pack=False: no push pack, for
+    the checks of the per-block paths (the pack would serve their cold reads from a few windows)."""
     for name in files:
         os.makedirs(os.path.join(t.scratch, 'push-src', os.path.dirname(name)), exist_ok=True)
-    h.push(files)
+    h.push(files, () if pack else ('--no-pack',))
 
 
 def _settled(h, method, kind, quiet=0.5, timeout=60):
@@ -107,7 +108,7 @@ def _(t):
     try:
         files = {f'src/n{i:02d}': os.urandom(3000 + i) for i in range(20)}
         files['big'] = os.urandom(600_000)  # above the small-file limit: never prefetched as a neighbour
-        _push_tree(t, h, files)
+        _push_tree(t, h, files, pack=False)
         mnt = h.mount()
         _settled(h, 'GET', 'meta')
         before = h.proxy.count('GET', 'blocks')
@@ -132,7 +133,7 @@ def _(t):
     try:
         files = {f't/d{d}/f{i}': os.urandom(2000 + 10 * d + i) for d in range(4) for i in range(4)}
         files['other/x'] = os.urandom(2000)  # outside t/: never prefetched
-        _push_tree(t, h, files)
+        _push_tree(t, h, files, pack=False)
         mnt = h.mount()
         _settled(h, 'GET', 'meta')
         before = h.proxy.count('GET', 'blocks')
@@ -165,7 +166,7 @@ def _(t):
     try:
         files = {f's/d{d}/f{i}': os.urandom(20_000 + 100 * d + i) for d in range(4) for i in range(10)}
         files['big'] = os.urandom(700_000)
-        _push_tree(t, h, files)
+        _push_tree(t, h, files, pack=False)
         cache, state, mnt = h.env.fresh_dirs('cap')
         h.env.mount(h.home, mnt, cache, state, store_url=h.url, extra=('--takeover', '--cache-size', str(cap)))
         h.mnts.append(mnt)

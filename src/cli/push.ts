@@ -22,6 +22,7 @@ interface Options {
   xattrs: boolean;
   rehash?: boolean;
   parallel?: string;
+  pack: boolean;
 }
 
 /** Push's counters on the shared progress bar: entries while scanning, then files with bytes hashed. */
@@ -53,6 +54,7 @@ export function register(program: Command): void {
   ), defaults.push.parallelism)
     .option('--json', 'print the result as one JSON object')
     .option('--no-xattrs', 'do not read extended attributes')
+    .option('--no-pack', 'do not write the push pack (then pull, and cold reads on a fresh host, fetch block by block)')
     .option('--rehash', 'read and hash every file, even those unchanged since HEAD (same size, mtime, ctime)')
     .action(async (dir: string, ref: string, opts: Options) => {
       const { org, home } = parseHomeRef(ref, false);
@@ -66,7 +68,7 @@ export function register(program: Command): void {
         // A file store inside the pushed directory (the default store under ~/.local/share) is never pushed.
         if (!inside.startsWith('..') && !isAbsolute(inside)) excludes.push('/' + inside.replace(/[\\*?[]/g, '\\$&') + '/');
         return pushDirectory(dir, store, org, home, {
-          excludes, xattrs: opts.xattrs, rehash: opts.rehash === true, onProgress: (p) => showProgress(progress, p), ...(parallelism ? { parallelism } : {}),
+          excludes, xattrs: opts.xattrs, rehash: opts.rehash === true, ...(opts.pack ? {} : { pushPack: false }), onProgress: (p) => showProgress(progress, p), ...(parallelism ? { parallelism } : {}),
         });
       }).finally(() => progress.stop());
       for (const u of res.unreadable) {
