@@ -2,14 +2,15 @@
  * The ways a host mounts a home without the homefs CLI: `mount -t fuse.homefs` and an fstab entry through
  * the installed mount helper (/sbin/mount.fuse.homefs), with --quota shown by `df` and enforced as ENOSPC,
  * metrics over the control socket, the final seal on `umount`; the helper's option errors; and the systemd
- * unit passing `systemd-analyze verify`. /sbin is left as found: the helper is uninstalled if this test
- * installed it. Every mount is torn down on every exit path.
+ * unit passing `systemd-analyze verify`. The test always installs this checkout's helper (one left in /sbin
+ * by another checkout may point at a CLI that is gone) and leaves /sbin as found: a helper that was there is
+ * put back, one that was not is removed. Every mount is torn down on every exit path.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,7 +63,8 @@ async function waitForExit(pid: number): Promise<void> {
 test('mount -t fuse.homefs and an fstab entry mount and unmount a home; quota, metrics, final seal', async () => {
   const work = await mkdtemp(join(tmpdir(), 'homefs-ops-mount-'));
   const mnt = join(work, 'mnt');
-  const installedByUs = !existsSync('/sbin/mount.fuse.homefs');
+  const previous = existsSync('/sbin/mount.homefs') ? readFileSync('/sbin/mount.homefs') : undefined;
+  const hadFuseHelper = existsSync('/sbin/mount.fuse.homefs');
   try {
     await mkdir(mnt);
     const store = `file://${join(work, 'store')}`;
@@ -70,7 +72,7 @@ test('mount -t fuse.homefs and an fstab entry mount and unmount a home; quota, m
     await mkdir(src);
     await writeFile(join(src, 'hello.txt'), 'hello from the store\n');
     await ok(homefs(['push', src, 'acme/agent1', '--store', store]), 'push');
-    if (installedByUs) await ok(homefs(['install-helper']), 'install-helper');
+    await ok(homefs(['install-helper']), 'install-helper');
     assert.ok(existsSync('/sbin/mount.homefs') && existsSync('/sbin/mount.fuse.homefs'));
 
     const opts = `store=${store},cache_dir=${join(work, 'cache')},state_dir=${join(work, 'state')}`;
@@ -125,10 +127,15 @@ test('mount -t fuse.homefs and an fstab entry mount and unmount a home; quota, m
     assert.match(badHome.stderr, /^homefs: invalid org name 'Acme'/m);
   } finally {
     forceUnmount(mnt);
-    if (installedByUs) await homefs(['uninstall-helper']);
+    await homefs(['uninstall-helper']);
+    if (previous) {
+      await writeFile('/sbin/mount.homefs', previous, { mode: 0o755 });
+      if (hadFuseHelper) await symlink('mount.homefs', '/sbin/mount.fuse.homefs');
+    }
     await rm(work, { recursive: true, force: true });
   }
-  if (installedByUs) assert.equal(existsSync('/sbin/mount.fuse.homefs') || existsSync('/sbin/mount.homefs'), false, '/sbin left as found');
+  assert.equal(existsSync('/sbin/mount.homefs'), previous !== undefined, '/sbin left as found');
+  assert.equal(existsSync('/sbin/mount.fuse.homefs'), previous !== undefined && hadFuseHelper, '/sbin left as found');
 });
 
 test('homefs@.service passes systemd-analyze verify once installed; install/uninstall under a prefix', async () => {
