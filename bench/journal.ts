@@ -16,6 +16,7 @@ const j = new Journal(dir);
 const us = (t0: bigint, count: number): string => (Number(process.hrtime.bigint() - t0) / 1e3 / count).toFixed(2);
 
 let t0 = process.hrtime.bigint();
+const cpu0 = process.cpuUsage();
 for (let i = 0; i < n; i++) {
   j.txn(() => {
     const ino = j.allocIno();
@@ -24,10 +25,12 @@ for (let i = 0; i < n; i++) {
   });
   j.commit();
 }
-console.log(`change committed (inode + dirent): ${us(t0, n)} µs each over ${n}`);
+const cpu1 = process.cpuUsage(cpu0);
+console.log(`change committed (inode + dirent): ${us(t0, n)} µs each over ${n}, CPU ${((cpu1.user + cpu1.system) / n).toFixed(1)} µs`);
 t0 = process.hrtime.bigint();
 await j.close();
-console.log(`close (what is left to write into LMDB): ${(Number(process.hrtime.bigint() - t0) / 1e6).toFixed(1)} ms`);
+const cpu2 = process.cpuUsage(cpu0);
+console.log(`close (what is left to write into LMDB): ${(Number(process.hrtime.bigint() - t0) / 1e6).toFixed(1)} ms; CPU per change incl. close ${((cpu2.user + cpu2.system) / n).toFixed(1)} µs`);
 const fresh = new Journal(dir);
 t0 = process.hrtime.bigint();
 for (let i = 0; i < n; i++) fresh.get(i + 2);
