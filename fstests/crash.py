@@ -304,15 +304,28 @@ with open(log, 'a', buffering=1) as out:
 @check('crash.kill9_in_batched_commit.loses_only_unreplied', needs=('homefs',), timeout=240)
 def _(t):
     """Four processes each create, write and close a file, then make a directory next to it, over and over
-    (so journal batches hold several requests); the daemon lingers 300 ms inside a batched commit, then
-    kills itself with SIGKILL (HOMEFS_TEST_KILL_IN_COMMIT). Every file whose directory was made before the
-    kill is complete, and the directory exists, after a remount on the same state dir: no reply went out
-    before its batch committed (the batch that died held the last, replied-to mkdirs otherwise)."""
+    (so journal batches hold several requests); the daemon writes half of a batched commit's redo-log
+    record, lingers 300 ms, then kills itself with SIGKILL (HOMEFS_TEST_KILL_IN_COMMIT). Every file whose
+    directory was made before the kill is complete, and the directory exists, after a remount on the same
+    state dir: no reply went out before its batch committed (the batch that died held the last, replied-to
+    mkdirs otherwise), and the torn record is dropped."""
+    _batch_kill(t, 'crash-batch', {'HOMEFS_TEST_KILL_IN_COMMIT': '300'})
+
+
+@check('crash.kill9_in_checkpoint.keeps_replied', needs=('homefs',), timeout=240)
+def _(t):
+    """As above, but the daemon kills itself inside its third checkpoint: LMDB has taken what the redo log
+    held and the log is not emptied yet (HOMEFS_TEST_KILL_IN_CHECKPOINT). The remount applies the log again
+    over LMDB: every replied file and directory is there once, with its content."""
+    _batch_kill(t, 'crash-checkpoint', {'HOMEFS_TEST_KILL_IN_CHECKPOINT': '3'})
+
+
+def _batch_kill(t, name, kill_env):
     env = t.env
-    home = 'fstests/crash-batch'
-    cache, state, mnt = env.fresh_dirs('crash-batch')
+    home = f'fstests/{name}'
+    cache, state, mnt = env.fresh_dirs(name)
     env.cli('mount', home, mnt, '--store', env.store_url, '--cache-dir', cache, '--state-dir', state,
-            '--allow-other', env={'HOMEFS_TEST_KILL_IN_COMMIT': '300'})
+            '--allow-other', env=kill_env)
     env.active.add(mnt)
     pid = int(env.status(mnt)['pid'])
     logs = [os.path.join(os.path.dirname(state), f'replied{k}.log') for k in range(4)]
@@ -332,7 +345,7 @@ def _(t):
     for w in writers:
         w.wait(60)
     env.unmount(mnt)
-    true(died, 'the daemon did not kill itself inside a batched commit within 120 s')
+    true(died, 'the daemon did not kill itself inside a batched commit or checkpoint within 120 s')
     replied = []
     for log in logs:
         if os.path.exists(log):

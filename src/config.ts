@@ -35,11 +35,13 @@ export function excludePatterns(env: NodeJS.ProcessEnv = process.env): string[] 
 
 /**
  * Test fault injection, for the crash tests only: HOMEFS_TEST_KILL_IN_COMMIT=n makes the daemon SIGKILL
- * itself inside its n-th journal commit that holds several changes (before that commit ends).
+ * itself inside its n-th journal commit that holds several changes (half its redo-log record written);
+ * HOMEFS_TEST_KILL_IN_CHECKPOINT=n inside its n-th checkpoint (LMDB committed, the redo log not emptied).
  */
-export function journalTestOptions(env: NodeJS.ProcessEnv = process.env): { killInCommit?: number } {
+export function journalTestOptions(env: NodeJS.ProcessEnv = process.env): { killInCommit?: number; killInCheckpoint?: number } {
   const n = Number(env.HOMEFS_TEST_KILL_IN_COMMIT);
-  return Number.isInteger(n) && n > 0 ? { killInCommit: n } : {};
+  const c = Number(env.HOMEFS_TEST_KILL_IN_CHECKPOINT);
+  return { ...(Number.isInteger(n) && n > 0 ? { killInCommit: n } : {}), ...(Number.isInteger(c) && c > 0 ? { killInCheckpoint: c } : {}) };
 }
 
 /**

@@ -3,24 +3,29 @@
  * an in-memory cache of what has been touched.
  *
  * Changes are batched: each one updates the in-memory view at once and queues its LMDB write; the queue
- * is committed as one LMDB write transaction at the end of the event-loop turn (`commit`, scheduled with
- * setImmediate; noSync: it survives a kill -9 of the daemon; host loss is what the store is for). The
- * FUSE layer holds every reply until the batch it depends on has committed (`pending`, `onCommit`), so
- * a kill -9 loses only requests that were never answered. Reads see queued changes (the in-memory
- * records, plus small overlays for removed inodes, links and meta keys). A batch is atomic: callers
- * still group related changes with `txn(fn)`, and a batch is never committed in the middle of one.
+ * is committed at the end of the event-loop turn (`commit`, scheduled with setImmediate) as one record
+ * appended to the redo log (redolog.ts: one pwrite, no fsync: it survives a kill -9 of the daemon; host
+ * loss is what the store is for). The FUSE layer holds every reply until the batch it depends on has
+ * committed (`pending`, `onCommit`), so a kill -9 loses only requests that were never answered. What the
+ * log holds reaches LMDB in bulk (`checkpoint`: one LMDB transaction, each key written once) within
+ * CHECKPOINT_MS, when the log passes CHECKPOINT_BYTES, and at sync and close; opening the journal applies
+ * what a killed daemon left in the log. Reads see changes that are queued or only in the log (the
+ * in-memory records, plus small overlays for removed inodes, links and meta keys, emptied at each
+ * checkpoint). A batch is atomic: callers still group related changes with `txn(fn)`, and a batch is
+ * never committed in the middle of one.
  *
  * The change set holds every inode changed since the last seal, and every directory above one, each with
  * the sequence number of its latest change. ("Dirty" is kept for a file's changed blocks, filestate.ts.)
  * A seal uses the small API at the end: `beginSeal`, `changedSeq`, `setSealedTree`, `sealCommitted`.
  */
 import { open, type Database, type RootDatabase } from 'lmdb';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeSync } from 'node:fs';
 import { open as open_ } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fromLegacy, type LegacyContentFields } from './filestate.js';
 import type { Inode } from './types.js';
 import { ROOT_INO } from './types.js';
+import { RedoLog, type RedoWrite } from './redolog.js';
 import { hashBuffer } from '../hash/blake3.js';
 import { CREATED_INO_BASE, createdIno, DERIVED_INO_BASE, HALF_SPAN, isPortableIno, PUSHED_INO_BASE } from '../model/inos.js';
 
@@ -49,17 +54,33 @@ type Key = number | string | Array<number | string>;
 
 /** Changes queued under `deferred` are committed at the latest this long after. */
 const LAZY_COMMIT_MS = 50;
+/** What the redo log holds reaches LMDB at the latest this long after its first batch… */
+const CHECKPOINT_MS = 1000;
+/** …or as soon as the log holds this much. */
+const CHECKPOINT_BYTES = 4 * 1024 * 1024;
+/** While checkpoints fail (LMDB cannot take writes), commits fail too once the log holds this much. */
+const LOG_MAX_BYTES = 16 * CHECKPOINT_BYTES;
+/** Table numbers: indices of `Journal.tables`, and what the redo log records (never renumber). */
+const INODES = 0;
+const DIRENTS = 1;
+const CHANGED = 2;
+const LINKS = 3;
+const META = 4;
+/** The redo log's file, next to LMDB's. */
+const LOG_FILE = 'redo.log';
+/** Meta key: the seq of the last redo-log batch applied to LMDB. */
+const REDO_SEQ = 'redoSeq';
 
 export interface JournalOptions {
-  /** Test fault injection: in its n-th commit of ≥ 12 queued writes (several requests), wait 300 ms, then SIGKILL this process before the commit ends. */
+  /** Test fault injection: in its n-th commit of ≥ 12 queued writes (several requests), write half its log record, wait 300 ms, then SIGKILL this process. */
   killInCommit?: number;
+  /** Test fault injection: in its n-th checkpoint, SIGKILL this process after LMDB committed and before the log is emptied. */
+  killInCheckpoint?: number;
 }
 
-/** A queued write: the table, its key, and the value (undefined: remove). */
-interface QueuedWrite {
-  db: Database<unknown, Key>;
+/** A queued write: the table (its index in `tables`), its key, and the value (undefined: remove). */
+interface QueuedWrite extends RedoWrite {
   key: Key;
-  value: unknown;
 }
 
 export class Journal {
@@ -78,9 +99,20 @@ export class Journal {
   private nextIno: number;
   /** Sequence number at which the running (or last) seal started; marks below it are being sealed. */
   private sealFloor = 0;
+  /** The tables by index (QueuedWrite.table, the redo log's table numbers): never reorder. */
+  private readonly tables: Array<Database<unknown, Key>>;
   /** Writes queued for the next commit, by table and key (a later write of a key replaces the earlier). */
   private readonly queued = new Map<string, QueuedWrite>();
-  /** Overlays of the queued batch for reads that do not go through the in-memory records. */
+  /** Writes committed to the redo log and not yet to LMDB (the next checkpoint's), by table and key. */
+  private readonly logged = new Map<string, QueuedWrite>();
+  private readonly log: RedoLog;
+  /** The seq of the last batch appended to the redo log. */
+  private logSeq: number;
+  private checkpointTimer: NodeJS.Timeout | undefined;
+  private checkpoints = 0;
+  /** Why the last checkpoint failed; undefined once one succeeds. */
+  private checkpointError: unknown;
+  /** Overlays of what is queued or only in the log, for reads that do not go through the in-memory records. */
   private readonly goneInos = new Set<number>();
   private readonly queuedLinks = new Map<number, number>();
   private readonly queuedMeta = new Map<string, unknown>();
@@ -100,6 +132,11 @@ export class Journal {
     this.changedDb = this.env.openDB<number, number>({ name: 'dirty' });
     this.linksDb = this.env.openDB<number, number>({ name: 'links' });
     this.metaDb = this.env.openDB<unknown, string>({ name: 'meta' });
+    const tables: Array<[number, Database<unknown, Key>]> = [[INODES, this.inodesDb], [DIRENTS, this.direntsDb], [CHANGED, this.changedDb], [LINKS, this.linksDb], [META, this.metaDb]] as Array<[number, Database<unknown, Key>]>;
+    this.tables = [];
+    for (const [i, db] of tables) this.tables[i] = db;
+    this.logSeq = this.replay(join(path, LOG_FILE));
+    this.log = new RedoLog(join(path, LOG_FILE));
     this.nextIno = (this.metaDb.get('nextIno') as number | undefined) ?? ROOT_INO + 1;
     for (const { key, value } of this.changedDb.getRange({})) {
       this.changed.set(key, value);
@@ -117,10 +154,32 @@ export class Journal {
     }
   }
 
-  private queue(db: Database<unknown, Key>, name: string, key: Key, value: unknown): void {
-    const k = `${name}:${Array.isArray(key) ? key.join('/') : key}`;
+  /**
+   * Applies the batches a killed daemon left in the redo log to LMDB (those after the last checkpoint), in
+   * one transaction; returns the seq to continue from. The log is emptied by the caller's `new RedoLog`.
+   */
+  private replay(logPath: string): number {
+    const applied = (this.metaDb.get(REDO_SEQ) as number | undefined) ?? 0;
+    const batches = RedoLog.readAll(logPath).filter((b) => b.seq > applied);
+    if (batches.length === 0) return applied;
+    const last = (batches[batches.length - 1] as { seq: number }).seq;
+    this.env.transactionSync(() => {
+      for (const b of batches) {
+        for (const w of b.writes) {
+          const db = this.tables[w.table];
+          if (!db) throw new Error(`redo log ${logPath}: unknown table ${w.table}`);
+          void (w.value === undefined ? db.remove(w.key as Key) : db.put(w.key as Key, w.value));
+        }
+      }
+      void this.metaDb.put(REDO_SEQ, last);
+    });
+    return last;
+  }
+
+  private queue(table: number, key: Key, value: unknown): void {
+    const k = keyOf(table, key);
     this.queued.delete(k);
-    this.queued.set(k, { db, key, value });
+    this.queued.set(k, { table, key, value });
     if (this.deferring === 0) this.commitSoon();
     else if (!this.scheduled && !this.lazyTimer) this.lazyTimer = setTimeout(() => this.commitSafely(), LAZY_COMMIT_MS);
   }
@@ -183,32 +242,99 @@ export class Journal {
   }
 
   /**
-   * Commits the queued batch as one LMDB transaction, now. Called at the end of the event-loop turn, and
-   * directly by whoever must not answer or proceed before its changes are on disk.
+   * Commits the queued batch, now: one record appended to the redo log. Called at the end of the
+   * event-loop turn, and directly by whoever must not answer or proceed before its changes are on disk.
    */
   commit(): void {
     if (this.queued.size === 0) return;
     if (this.depth > 0) throw new Error('journal commit inside a change group');
     const batch = [...this.queued.values()];
     this.queued.clear();
-    this.goneInos.clear();
-    this.queuedLinks.clear();
-    this.queuedMeta.clear();
     let failure: unknown;
     try {
-      this.env.transactionSync(() => {
-        for (const w of batch) void (w.value === undefined ? w.db.remove(w.key) : w.db.put(w.key, w.value));
-        if (this.opts.killInCommit !== undefined && batch.length >= 12 && ++this.commits >= this.opts.killInCommit) {
-          // Linger first, so that a reply sent too early would reach its caller before the kill.
-          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
-          process.kill(process.pid, 'SIGKILL');
-        }
-      });
+      this.append(batch);
     } catch (e) {
       failure = e;
     }
+    if (failure === undefined) {
+      for (const w of batch) {
+        this.logged.set(keyOf(w.table, w.key), w);
+      }
+    }
     for (const fn of this.commitListeners) fn(failure);
     if (failure !== undefined) throw failure;
+    if (this.log.bytes >= CHECKPOINT_BYTES) this.checkpointSafely();
+    else this.checkpointTimer ??= setTimeout(() => this.checkpointSafely(), CHECKPOINT_MS).unref();
+  }
+
+  /** Appends a batch to the redo log; on a full disk, once more after a checkpoint has emptied the log. */
+  private append(batch: QueuedWrite[]): void {
+    if (this.checkpointError !== undefined && this.log.bytes >= LOG_MAX_BYTES) throw this.checkpointError;
+    const seq = this.logSeq + 1;
+    const kill = this.opts.killInCommit !== undefined && batch.length >= 12 && ++this.commits >= this.opts.killInCommit;
+    const tear = kill ? (fd: number, rec: Buffer, at: number): void => {
+      writeSync(fd, rec, 0, rec.length >> 1, at);
+      // Linger first, so that a reply sent too early would reach its caller before the kill.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
+      process.kill(process.pid, 'SIGKILL');
+    } : undefined;
+    try {
+      this.log.append(seq, batch, tear);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if ((code !== 'ENOSPC' && code !== 'EDQUOT') || this.log.bytes === 0) throw e;
+      this.checkpoint(true); // the overlays still cover this batch, which is in neither the log nor LMDB yet
+      this.log.append(seq, batch);
+    }
+    this.logSeq = seq;
+  }
+
+  private checkpointSafely(): void {
+    try {
+      this.checkpoint();
+    } catch {
+      /* what the log holds stays there; the next commit schedules another try */
+    }
+  }
+
+  /**
+   * Copies what the redo log holds into LMDB (one transaction, each key once), then empties the log. Commits
+   * the queued batch first, so the overlays can be emptied with the log (unless `keepOverlays`: a batch
+   * being appended still needs them).
+   */
+  checkpoint(keepOverlays = false): void {
+    clearTimeout(this.checkpointTimer);
+    this.checkpointTimer = undefined;
+    if (this.queued.size > 0 && this.depth === 0) {
+      try {
+        this.commit();
+      } catch {
+        /* that batch is lost (its replies were answered EIO); what the log holds still goes in */
+      }
+    }
+    if (this.logged.size === 0) return;
+    const seq = this.logSeq;
+    try {
+      this.env.transactionSync(() => {
+        for (const w of this.logged.values()) {
+          const db = this.tables[w.table] as Database<unknown, Key>;
+          void (w.value === undefined ? db.remove(w.key) : db.put(w.key, w.value));
+        }
+        void this.metaDb.put(REDO_SEQ, seq);
+      });
+    } catch (e) {
+      this.checkpointError = e;
+      throw e;
+    }
+    this.checkpointError = undefined;
+    if (this.opts.killInCheckpoint !== undefined && ++this.checkpoints >= this.opts.killInCheckpoint) process.kill(process.pid, 'SIGKILL');
+    this.logged.clear();
+    if (this.queued.size === 0 && !keepOverlays) {
+      this.goneInos.clear();
+      this.queuedLinks.clear();
+      this.queuedMeta.clear();
+    }
+    this.log.reset();
   }
 
   get(ino: number): Inode | undefined {
@@ -227,7 +353,7 @@ export class Journal {
     if (inode.xattrs !== undefined && inode.xattrs.length > 0) this.xattrsMayExist(inode.ino);
     this.inodes.set(inode.ino, inode);
     this.goneInos.delete(inode.ino);
-    this.queue(this.inodesDb as Database<unknown, Key>, 'i', inode.ino, inode);
+    this.queue(INODES, inode.ino, inode);
   }
 
   /** Replaces fields of an inode and journals it; returns the new record. */
@@ -258,8 +384,8 @@ export class Journal {
     this.dirs.delete(ino);
     this.changed.delete(ino);
     this.goneInos.add(ino);
-    this.queue(this.inodesDb as Database<unknown, Key>, 'i', ino, undefined);
-    this.queue(this.changedDb as Database<unknown, Key>, 'c', ino, undefined);
+    this.queue(INODES, ino, undefined);
+    this.queue(CHANGED, ino, undefined);
   }
 
   /**
@@ -316,6 +442,8 @@ export class Journal {
     let m = this.dirs.get(parent);
     if (m) return m;
     m = new Map();
+    // A removed directory's entries may still be in LMDB, their removal only in the log.
+    if (this.goneInos.has(parent)) return m;
     for (const { key, value } of this.direntsDb.getRange({ start: [parent, ''], end: [parent + 1, ''] })) {
       const k = key as [number, string];
       if (k[0] === parent) m.set(k[1], value);
@@ -330,12 +458,12 @@ export class Journal {
 
   setChild(parent: number, name: string, ino: number): void {
     this.children(parent).set(name, ino);
-    this.queue(this.direntsDb as Database<unknown, Key>, 'd', [parent, name], ino);
+    this.queue(DIRENTS, [parent, name], ino);
   }
 
   removeChild(parent: number, name: string): void {
     this.children(parent).delete(name);
-    this.queue(this.direntsDb as Database<unknown, Key>, 'd', [parent, name], undefined);
+    this.queue(DIRENTS, [parent, name], undefined);
   }
 
   linkIno(linkId: number): number | undefined {
@@ -344,7 +472,7 @@ export class Journal {
 
   setLinkIno(linkId: number, ino: number): void {
     this.queuedLinks.set(linkId, ino);
-    this.queue(this.linksDb as Database<unknown, Key>, 'l', linkId, ino);
+    this.queue(LINKS, linkId, ino);
   }
 
   getMeta<T>(key: string): T | undefined {
@@ -353,7 +481,7 @@ export class Journal {
 
   setMeta(key: string, value: unknown): void {
     this.queuedMeta.set(key, value);
-    this.queue(this.metaDb as Database<unknown, Key>, 'm', key, value);
+    this.queue(META, key, value);
   }
 
   base(): BaseState {
@@ -370,7 +498,9 @@ export class Journal {
 
   /**
    * Marks an inode and every directory above it changed with a fresh sequence number. Skipped when the
-   * inode was already marked since the current seal started (its ancestors then were too).
+   * inode was already marked since the current seal started (its ancestors then were too), and so is
+   * the walk above any directory that was (only whether an inode is in the change set is read, and a
+   * mark at or above the floor survives the running seal).
    */
   markChanged(ino: number): void {
     const cur = this.changed.get(ino);
@@ -382,8 +512,10 @@ export class Journal {
       const i = stack.pop() as number;
       if (seen.has(i)) continue;
       seen.add(i);
+      const c = i === ino ? undefined : this.changed.get(i);
+      if (c !== undefined && c >= this.sealFloor) continue;
       this.changed.set(i, s);
-      this.queue(this.changedDb as Database<unknown, Key>, 'c', i, s);
+      this.queue(CHANGED, i, s);
       const node = this.get(i);
       if (node) for (const p of node.parents) stack.push(p);
     }
@@ -426,7 +558,7 @@ export class Journal {
       for (const [ino, s] of [...this.changed]) {
         if (s < floor) {
           this.changed.delete(ino);
-          this.queue(this.changedDb as Database<unknown, Key>, 'c', ino, undefined);
+          this.queue(CHANGED, ino, undefined);
         }
       }
     });
@@ -436,6 +568,7 @@ export class Journal {
   /** Makes every change durable on disk (the journal itself commits without fsync). */
   async sync(): Promise<void> {
     this.commit();
+    this.checkpoint();
     const fh = await open_(join(this.path, 'data.mdb'), 'r');
     try {
       await fh.datasync();
@@ -450,8 +583,15 @@ export class Journal {
 
   async close(): Promise<void> {
     this.commit();
+    this.checkpoint();
+    this.log.close();
     await this.env.close();
   }
+}
+
+/** The key of a write in the queued and logged maps. */
+function keyOf(table: number, key: Key): string {
+  return `${table}:${Array.isArray(key) ? key.join('/') : key}`;
 }
 
 /** A record as read from LMDB, upgraded from earlier versions' layout (files' separate content fields). */

@@ -1,0 +1,191 @@
+/**
+ * The journal's redo log (inodes/redolog.ts) and its use by the journal: batches read back whole, a torn or
+ * damaged tail is dropped, a daemon killed with -9 after a commit keeps every committed change (also
+ * when killed in the middle of a checkpoint), and a record the log holds from before a checkpoint is never
+ * applied over newer state.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Journal } from '../src/inodes/journal.js';
+import { RedoLog } from '../src/inodes/redolog.js';
+import type { Inode } from '../src/inodes/types.js';
+
+function file(ino: number, extra: Partial<Inode> = {}): Inode {
+  return { ino, kind: 'file', mode: 0o644, uid: 0, gid: 0, size: 0, atimeNs: 0n, mtimeNs: 5n, ctimeNs: 0n, nlink: 1, parents: [1], ...extra };
+}
+
+function scratch(): string {
+  return mkdtempSync(join(tmpdir(), 'homefs-redo-'));
+}
+
+test('the log reads back its batches in order; a torn or damaged last record is dropped, and reset empties it', () => {
+  const dir = scratch();
+  try {
+    const path = join(dir, 'redo.log');
+    const log = new RedoLog(path);
+    log.append(1, [{ table: 0, key: 7, value: { a: 1n, b: Buffer.from('xy') } }, { table: 1, key: [1, 'n'], value: undefined }]);
+    log.append(2, [{ table: 4, key: 'm', value: 'v' }]);
+    const whole = log.bytes;
+    log.append(3, [{ table: 4, key: 'm', value: 'w' }]);
+    let got = RedoLog.readAll(path);
+    assert.deepEqual(got.map((b) => b.seq), [1, 2, 3]);
+    assert.deepEqual(got[0]?.writes[0]?.value, { a: 1n, b: Buffer.from('xy') });
+    assert.ok(Buffer.isBuffer((got[0]?.writes[0]?.value as { b: unknown }).b), 'a Buffer comes back as a Buffer');
+    assert.deepEqual(got[0]?.writes[1], { table: 1, key: [1, 'n'], value: undefined });
+
+    truncateSync(path, whole + 20); // the third record torn
+    assert.deepEqual(RedoLog.readAll(path).map((b) => b.seq), [1, 2]);
+
+    const bytes = readFileSync(path);
+    bytes[whole - 1] = (bytes[whole - 1] as number) ^ 0xff; // the second record's last byte flipped
+    writeFileSync(path, bytes);
+    got = RedoLog.readAll(path);
+    assert.deepEqual(got.map((b) => b.seq), [1]);
+
+    log.reset();
+    assert.equal(statSync(path).size, 0);
+    assert.deepEqual(RedoLog.readAll(path), []);
+    log.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** Runs `body` in a child process with journal `j` open on `dir`; the child SIGKILLs itself at the end. */
+function killedChild(dir: string, body: string, opts = '{}'): void {
+  const mod = fileURLToPath(new URL('../src/inodes/journal.js', import.meta.url));
+  const script = `
+    import { Journal } from ${JSON.stringify(mod)};
+    const file = (ino, extra = {}) => ({ ino, kind: 'file', mode: 0o644, uid: 0, gid: 0, size: 0, atimeNs: 0n, mtimeNs: 5n, ctimeNs: 0n, nlink: 1, parents: [1], ...extra });
+    const j = new Journal(${JSON.stringify(join(dir, 'journal'))}, ${opts});
+    ${body}
+    process.kill(process.pid, 'SIGKILL');
+  `;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  assert.equal(r.signal, 'SIGKILL', `child did not die by SIGKILL: ${r.stderr}`);
+}
+
+test('kill -9 after commits: every committed change is there after reopening, an uncommitted one is not', async () => {
+  const dir = scratch();
+  try {
+    killedChild(dir, `
+      j.put(file(1, { kind: 'dir', parents: [] }));
+      j.put(file(10, { content: { state: 'inline', data: Buffer.from('hello') } }));
+      j.setChild(1, 'a', 10);
+      j.setMeta('k', { x: 1 });
+      j.setLinkIno(99, 10);
+      j.commit();
+      j.put(file(11));
+      j.setChild(1, 'b', 11);
+      j.commit();
+      j.remove(11);
+      j.removeChild(1, 'b');
+      j.update(10, { mtimeNs: 77n });
+      j.commit();
+      j.put(file(12));
+      j.setChild(1, 'c', 12); // queued, never committed: a request that was never replied to
+    `);
+    const j = new Journal(join(dir, 'journal'));
+    try {
+      assert.equal(j.get(10)?.mtimeNs, 77n);
+      assert.deepEqual(Buffer.from((j.get(10)?.content as { data: Uint8Array }).data), Buffer.from('hello'));
+      assert.equal(j.get(11), undefined, 'removed in a committed batch');
+      assert.equal(j.get(12), undefined, 'never committed');
+      assert.deepEqual([...j.children(1)], [['a', 10]]);
+      assert.deepEqual(j.getMeta('k'), { x: 1 });
+      assert.equal(j.linkIno(99), 10);
+    } finally {
+      await j.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('kill -9 inside a checkpoint (LMDB committed, log not emptied), then more batches: all there once, in order', async () => {
+  const dir = scratch();
+  try {
+    killedChild(dir, `
+      for (let i = 0; i < 100; i++) { j.put(file(100 + i, { size: i })); j.commit(); }
+      j.checkpoint();
+    `, '{ killInCheckpoint: 1 }');
+    let j = new Journal(join(dir, 'journal'));
+    for (let i = 0; i < 100; i++) assert.equal(j.get(100 + i)?.size, i);
+    j.update(150, { size: 1000 });
+    j.commit();
+    await j.close();
+    j = new Journal(join(dir, 'journal'));
+    try {
+      assert.equal(j.get(150)?.size, 1000);
+      assert.equal(j.get(151)?.size, 51);
+    } finally {
+      await j.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a batch the log still holds from before a checkpoint is not applied again; a newer one is', async () => {
+  const dir = scratch();
+  try {
+    let j = new Journal(join(dir, 'journal'));
+    j.put(file(5, { size: 1 }));
+    j.commit(); // seq 1
+    j.update(5, { size: 2 });
+    j.commit(); // seq 2
+    await j.close(); // checkpointed: LMDB holds size 2 and seq 2; the log is empty
+    const log = new RedoLog(join(dir, 'journal', 'redo.log'));
+    log.append(1, [{ table: 0, key: 5, value: file(5, { size: 1 }) }]); // stale: an emptying the host lost
+    log.append(3, [{ table: 0, key: 6, value: file(6, { size: 3 }) }]);
+    log.close();
+    j = new Journal(join(dir, 'journal'));
+    try {
+      assert.equal(j.get(5)?.size, 2);
+      assert.equal(j.get(6)?.size, 3);
+    } finally {
+      await j.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('reads see changes that are only in the log: a removed inode, its dirents, links and meta', async () => {
+  const dir = scratch();
+  const j = new Journal(join(dir, 'journal'));
+  try {
+    j.put(file(1, { kind: 'dir', parents: [] }));
+    j.put(file(20, { kind: 'dir' }));
+    j.setChild(1, 'd', 20);
+    j.put(file(21, { parents: [20] }));
+    j.setChild(20, 'x', 21);
+    j.setMeta('m', 1);
+    j.setLinkIno(7, 21);
+    j.checkpoint(); // all of it in LMDB
+    j.removeChild(20, 'x');
+    j.remove(21);
+    j.removeChild(1, 'd');
+    j.remove(20);
+    j.setMeta('m', 2);
+    j.setLinkIno(7, 22);
+    j.commit(); // in the log only
+    assert.equal(j.get(21), undefined);
+    assert.equal(j.get(20), undefined);
+    assert.deepEqual([...j.children(20)], [], 'the removed directory\'s entry is only removed in the log');
+    assert.equal(j.getMeta('m'), 2);
+    assert.equal(j.linkIno(7), 22);
+    j.checkpoint();
+    assert.equal(j.get(21), undefined);
+    assert.equal(j.getMeta('m'), 2);
+    assert.equal(j.linkIno(7), 22);
+  } finally {
+    await j.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
