@@ -45,8 +45,10 @@ trap cleanup EXIT
 session() {
   local label=$1 B=$2 home=$3 step=$4 base=$5 rtt=$6 r=$7 prof=() pport url
   mkdir -p "$base/mnt" "$LOGS"
+  rm -f /var/tmp/moveab-rtt.port
   RTTPROXY_LOG=$LOGS/$label-$rtt-r$r-$step.jsonl node dist/bench/lib/tools/rttproxy.js "$port" "$rtt" /var/tmp/moveab-rtt.port > /var/tmp/moveab-rtt.out 2>&1 & PX=$!
-  sleep 1; pport=$(cat /var/tmp/moveab-rtt.port)
+  while [ ! -s /var/tmp/moveab-rtt.port ]; do sleep 0.2; done
+  pport=$(cat /var/tmp/moveab-rtt.port)
   url=$(echo "$DIRECT" | sed -E "s#127.0.0.1:$port#127.0.0.1:$pport#")
   if [ -n "${PROF:-}" ] && [ "$step" = move ]; then mkdir -p "$PROF/$label-$rtt-r$r"; prof=(env "NODE_OPTIONS=--cpu-prof --cpu-prof-dir=$PROF/$label-$rtt-r$r"); fi
   sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null
@@ -71,12 +73,14 @@ session() {
 }
 
 for rtt in $RTTS; do
+  mkdir -p "$LOGS"
   for ((r = 1; r <= ROUNDS; r++)); do
     builds=("$@"); ((r % 2 == 0)) && builds=($(printf '%s\n' "$@" | tac))
     for build in "${builds[@]}"; do
       label=${build%%=*}; B=${build#*=}
       home=bench/$label-$rtt-r$r
-      "$B" push "$SRC" "$home" --store "$DIRECT" >/dev/null 2>&1 || { echo "push $home failed"; continue; }
+      t=$(now); "$B" push "$SRC" "$home" --store "$DIRECT" >"$LOGS/push-$label-$rtt-r$r.log" 2>&1 || { echo "push $home failed"; continue; }
+      echo "push $home $(echo "$(now) - $t" | bc) s"
       base=$(mktemp -d /var/tmp/moveab-XXXX)
       session "$label" "$B" "$home" wake "$base/hostA" "$rtt" "$r"
       session "$label" "$B" "$home" move "$base/hostB" "$rtt" "$r"
