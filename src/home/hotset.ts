@@ -9,6 +9,9 @@
  * fails its check or whose range fails) goes through `prefetch`, whose background slots leave room for the
  * reads the agent is waiting on. Nothing here can fail a mount or a sleep: errors are logged and the wake
  * is merely colder.
+ *
+ * The warm-up runs beside the agent's first reads, on the same event loop: it cuts the pack's objects out a
+ * time slice at a time (util/slicer.ts), and skips, unverified, an object that a read brought in meanwhile.
  */
 import type { Logger } from 'pino';
 import { defaults } from '../config.js';
@@ -16,6 +19,7 @@ import { decodeHotSet, encodeHotSet, fetchPackSlices, packLayout, type HotEntry,
 import { hotsetKey, wakePackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { FormatError, NotFoundError, errorMessage } from '../util/errors.js';
+import { backgroundSlicer } from '../util/slicer.js';
 
 /** The part of the block cache the hot set uses (BlockCache's public API). */
 export interface HotCache {
@@ -180,7 +184,12 @@ export class HotSet {
       const data = await this.store.getRange(key, offset, length);
       r.bytesFetched += data.length;
       return data;
-    }, slices, { rangeBytes: this.opts.packRangeBytes, parallelism: this.opts.packParallelism }, {
+    }, slices, { rangeBytes: this.opts.packRangeBytes, parallelism: this.opts.packParallelism, pause: () => backgroundSlicer.pause() }, {
+      wants: (entry) => {
+        if (!this.cache.has(entry.kind, entry.hash)) return true;
+        r.cached++; // a read fetched it while its range was on the way
+        return false;
+      },
       good: (entry, data) => {
         r.fromPack++;
         this.cache.putInMemory(entry.kind, entry.hash, data); // written to disk only if memory evicts it

@@ -15,6 +15,7 @@ import { nsPackIndexLength, NSPACK_HEADER, NSPACK_ROOT, readNsPack, storeNsPack 
 import { nsPackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { FormatError, errorMessage } from '../util/errors.js';
+import { backgroundSlicer } from '../util/slicer.js';
 
 /** The part of the block cache the pack uses (BlockCache's public API). */
 export interface NsCache {
@@ -98,7 +99,7 @@ export class NsPack {
           r.rejected++;
           if (err !== undefined) this.log.debug({ op: 'nspack.load', hash, err: errorMessage(err) }, 'namespace pack range failed; the walk fetches its trees');
         },
-      }, this.opts, `namespace pack of ${this.org}/${this.home}`);
+      }, { ...this.opts, pause: () => backgroundSlicer.pause() }, `namespace pack of ${this.org}/${this.home}`); // a slice at a time: FUSE requests go first
     } catch (e) {
       if (!(e instanceof FormatError)) throw e;
       this.log.warn({ op: 'nspack.load', err: e.message }, 'namespace pack ignored');

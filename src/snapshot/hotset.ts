@@ -152,6 +152,8 @@ export function packRanges(slices: readonly PackSlice[], rangeBytes: number): Pa
 
 /** Where the objects cut out of a pack go (fetchPackSlices). */
 export interface SliceSink {
+  /** Whether the object is still wanted (checked just before it is verified; default: yes). */
+  wants?(entry: HotEntry): boolean;
   /** An object whose bytes matched its hash (a copy, not a view of the range). */
   good(entry: HotEntry, data: Buffer): void;
   /** An object that did not match its hash, or whose range could not be read (`err`). */
@@ -161,12 +163,14 @@ export interface SliceSink {
 /**
  * Fetches slices of a pack with `get` (a ranged GET of the pack; `base` is added to every slice offset),
  * grouped by packRanges into ranges of about `rangeBytes`, `parallelism` at once; each object is verified
- * by hash before it reaches the sink. Never throws for a failed range: its objects go to `bad`.
+ * by hash before it reaches the sink. Never throws for a failed range: its objects go to `bad`. With
+ * `pause` (util/slicer.ts), a range's objects are cut out a time slice at a time, so that a range of
+ * thousands of small objects does not hold the event loop (and the FUSE requests waiting on it).
  */
 export async function fetchPackSlices(
   get: (offset: number, length: number) => Promise<Buffer>,
   slices: readonly PackSlice[],
-  opts: { base?: number; rangeBytes: number; parallelism: number },
+  opts: { base?: number; rangeBytes: number; parallelism: number; pause?: () => Promise<void> },
   sink: SliceSink,
 ): Promise<void> {
   await mapLimit(packRanges(slices, opts.rangeBytes), opts.parallelism, async (range) => {
@@ -180,15 +184,22 @@ export async function fetchPackSlices(
       for (const s of range) sink.bad(s.entry, e);
       return;
     }
-    cutSlices(data, first.offset, range, sink);
+    if (!opts.pause) return cutSlices(data, first.offset, range, sink);
+    for (const s of range) {
+      await opts.pause();
+      cutSlice(data, first.offset, s, sink);
+    }
   });
 }
 
 /** Hands each slice found in `data` (which starts at pack offset `at`) to the sink, verified by hash. */
 export function cutSlices(data: Buffer, at: number, slices: readonly PackSlice[], sink: SliceSink): void {
-  for (const s of slices) {
-    const piece = data.subarray(s.offset - at, s.offset - at + s.entry.size);
-    if (piece.length === s.entry.size && hashBuffer(piece) === s.entry.hash) sink.good(s.entry, Buffer.from(piece));
-    else sink.bad(s.entry);
-  }
+  for (const s of slices) cutSlice(data, at, s, sink);
+}
+
+function cutSlice(data: Buffer, at: number, s: PackSlice, sink: SliceSink): void {
+  if (sink.wants && !sink.wants(s.entry)) return;
+  const piece = data.subarray(s.offset - at, s.offset - at + s.entry.size);
+  if (piece.length === s.entry.size && hashBuffer(piece) === s.entry.hash) sink.good(s.entry, Buffer.from(piece));
+  else sink.bad(s.entry);
 }

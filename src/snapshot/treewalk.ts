@@ -8,7 +8,12 @@
  * tree arrives its subtrees are queued, so a level's requests all go out together. A tree that fails to
  * fetch or decode is skipped with its subtrees (the mount fetches it again on demand, and reports the
  * error there); the walk itself never throws. `stop()` ends it early (the cache is closing).
+ *
+ * Trees already in memory (a namespace pack brought them all) come back as resolved promises: without a
+ * pause the whole walk would run in one chain of microtasks, during which no FUSE request is served. So
+ * every tree is decoded after `pause` (util/slicer.ts: a few ms of walk per turn of the event loop).
  */
+import { backgroundSlicer } from '../util/slicer.js';
 import { decodeTree } from './codec.js';
 
 export interface TreeWalkResult {
@@ -23,7 +28,10 @@ export class TreeWalk {
   private readonly seen = new Set<string>();
   private readonly result: TreeWalkResult = { trees: 0, failed: 0, depth: 0 };
 
-  constructor(private readonly fetch: (hash: string) => Promise<Buffer>) {}
+  constructor(
+    private readonly fetch: (hash: string) => Promise<Buffer>,
+    private readonly pause: () => Promise<void> = () => backgroundSlicer.pause(),
+  ) {}
 
   /** Walks everything under `root`; resolves when every reachable tree was visited (or the walk stopped). */
   run(root: string): Promise<TreeWalkResult> {
@@ -33,7 +41,8 @@ export class TreeWalk {
         if (this.stopped || this.seen.has(hash)) return;
         this.seen.add(hash);
         pending++;
-        this.fetch(hash).then((buf) => {
+        this.fetch(hash).then(async (buf) => {
+          await this.pause();
           if (this.stopped) return;
           const tree = decodeTree(buf, hash);
           this.result.trees++;
