@@ -2,6 +2,7 @@
 # push and pull of two homefs builds and restic, side by side, over the test Ceph behind
 # bench/latency-proxy.ts (docs/benchmarks.md, "Where the time goes: push and pull over Ceph").
 #   bench/pushpull-ab.sh <before checkout, built> <home dir> [RTT_MS ...]   (default RTTs: 0 20)
+#   ONLY="before restic" bench/pushpull-ab.sh ...   runs only those (a step to repeat)
 # Per step: wall time, client CPU (user+sys, children included), client peak RSS, RGW + OSD CPU during the step (the shared
 # test Ceph: includes whatever else uses it meanwhile), the store requests by method (bench/counting-proxy.ts) and the 1-min load. Page cache dropped before each
 # step (root). Every step uses a fresh prefix of the bucket.
@@ -42,7 +43,7 @@ measure() { # label command...
 for rtt in "${rtts[@]}"; do
   node dist/bench/counting-proxy.js "$up" "$rtt" "$work/counts" > "$work/port" & proxy=$!; sleep 1
   port=$(cat "$work/port")
-  for v in before after restic; do
+  for v in ${ONLY:-before after restic}; do
     p=pushpull-ab-$v-$rtt-$$
     store="s3://$bucket/$p?endpoint=http://127.0.0.1:$port&region=us-east-1&pathStyle=true"
     if [ $v = restic ]; then
