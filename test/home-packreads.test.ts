@@ -70,6 +70,35 @@ test('fetches of blocks in a window in flight join it', async () => {
   assert.equal(packGets(store), before + 1);
 });
 
+test('a reader walking forward gets the next windows read ahead; a jump starts a new run with none', async () => {
+  const { store, data, hashes } = await seeded();
+  const r = new PackReads(store, ORG, HOME, { ...OPTS, aheadWindows: 2 });
+  await r.load();
+  const base = packGets(store);
+  assert.deepEqual(await r.fetch(hashes[9] as string), data[9]);
+  assert.deepEqual(await r.fetch(hashes[0] as string), data[0]);
+  assert.equal(packGets(store), base + 2, 'two fetches that jump: their own windows, nothing ahead');
+  assert.equal(r.report.ahead, 0);
+  assert.deepEqual(await r.fetch(hashes[1] as string), data[1]);
+  assert.equal(packGets(store), base + 4, 'the second fetch of a forward run reads the two windows after its own');
+  assert.equal(r.report.ahead, 2);
+  for (let i = 2; i < 12; i++) if (i !== 9) assert.deepEqual(await r.fetch(hashes[i] as string), data[i]); // 9: the cache has it
+  assert.equal(packGets(store), base + 4, 'every later block came from a window read ahead (or the first jump)');
+  assert.equal(r.report.served, 12);
+  assert.deepEqual(await r.fetch(hashes[9] as string), data[9], 'a block asked again (evicted from the cache) is read again');
+});
+
+test('read-ahead stops where the held bytes would pass their bound', async () => {
+  const { store, data, hashes } = await seeded();
+  const r = new PackReads(store, ORG, HOME, { ...OPTS, aheadWindows: 2, heldBytes: 12_000 });
+  await r.load();
+  const base = packGets(store);
+  for (let i = 0; i < 3; i++) assert.deepEqual(await r.fetch(hashes[i] as string), data[i]);
+  assert.equal(packGets(store), base + 2, 'one window ahead fits the bound (6,000 held + 10,000 > 12,000 stops the second)');
+  for (let i = 3; i < 12; i++) assert.deepEqual(await r.fetch(hashes[i] as string), data[i]);
+  assert.equal(r.report.served, 12);
+});
+
 test('before the index loads, and with no pack, fetches are left to blocks/', async () => {
   const { store, hashes } = await seeded(false);
   const r = new PackReads(store, ORG, HOME, OPTS);

@@ -11,6 +11,12 @@
  * in flight joins it. A file's later blocks and other homes' blocks are not in the pack: they go to
  * `blocks/` as before.
  *
+ * Read-ahead: once fetches walk forward through the pack (each one at or just after the previous one),
+ * the reader is going through it in order, so the windows after the one it consumes are read meanwhile
+ * (up to `aheadWindows` windows of pack ahead of its last fetch, held bytes permitting). Without it every
+ * window costs the reader one store round trip of waiting; with it the round trips overlap its work. A fetch that jumps elsewhere starts a new run and reads
+ * nothing ahead until it walks forward again.
+ *
  * Like every pack it is a hint: the index loads in the background after the mount serves (fetches before
  * then go to `blocks/`), any block of a snapshot is welcome (content addressing: a block is its hash, not
  * its snapshot's), and a pack that is missing, damaged, too large to index, or a window that fails or holds
@@ -30,6 +36,8 @@ export interface PackReadOptions {
   heldBytes: number;
   /** An index longer than this is not loaded (the pack is then not used by mounts). */
   maxIndexBytes: number;
+  /** Windows read ahead of a reader walking forward through the pack (0: none). */
+  aheadWindows?: number;
 }
 
 /** What the push pack did for this mount (`status`, `pushpack`). */
@@ -44,10 +52,12 @@ export interface PackReadReport {
   failed: number;
   /** Bytes of index and windows fetched. */
   bytesFetched: number;
+  /** Windows started ahead of a reader walking forward (counted in `windows` too once read). */
+  ahead: number;
 }
 
 export class PackReads {
-  readonly report: PackReadReport = { state: 'loading', blocks: 0, windows: 0, served: 0, rejected: 0, failed: 0, bytesFetched: 0 };
+  readonly report: PackReadReport = { state: 'loading', blocks: 0, windows: 0, served: 0, rejected: 0, failed: 0, bytesFetched: 0, ahead: 0 };
   private entries: PushPackEntry[] = [];
   private where: Map<string, number> | null = null;
   private dataStart = 0;
@@ -55,6 +65,14 @@ export class PackReads {
   private readonly held = new Map<string, Buffer>();
   private heldTotal = 0;
   private readonly key: string;
+  /** Index of the entry the last fetch asked for (-1: none yet); a fetch at or just after it walks forward. */
+  private lastAt = -1;
+  /** Index just past the last entry read or in flight in the current forward run. */
+  private frontier = 0;
+  /** Read-ahead windows in flight. */
+  private aheadInFlight = 0;
+  /** Per entry: 1 once its block was handed out (the cache has it; no window reads it again unasked). */
+  private taken = new Uint8Array(0);
 
   constructor(private readonly store: Store, org: string, home: string, private readonly opts: PackReadOptions, private readonly log?: Logger) {
     this.key = pushPackKey(org, home);
@@ -73,6 +91,7 @@ export class PackReads {
       const head = first.length >= indexEnd ? first : Buffer.concat([first, await this.get(first.length, indexEnd - first.length)]);
       const index = decodePushPackIndex(head);
       this.entries = index.entries;
+      this.taken = new Uint8Array(index.entries.length);
       this.dataStart = index.dataStart;
       const where = new Map<string, number>();
       index.entries.forEach((e, i) => where.set(e.hash, i));
@@ -95,13 +114,54 @@ export class PackReads {
    * it, index not loaded yet, window failed, hash mismatch): the caller then fetches from `blocks/`.
    */
   async fetch(hash: string): Promise<Buffer | undefined> {
-    const ready = this.take(hash);
-    if (ready) return ready;
-    const joined = this.inflight.get(hash);
-    if (joined) return this.take(hash, await joined);
     const at = this.where?.get(hash);
-    if (at === undefined) return undefined;
-    return this.take(hash, await this.window(at));
+    const forward = at !== undefined && this.walk(at);
+    const ready = this.take(hash);
+    const pending = ready ? undefined : (this.inflight.get(hash) ?? (at === undefined ? undefined : this.window(at)));
+    if (forward) this.readAhead(at);
+    if (ready) return ready;
+    return pending ? this.take(hash, await pending) : undefined;
+  }
+
+  /** Notes a fetch of entry `at`; true when it continues a forward run (at or within a window after the last). */
+  private walk(at: number): boolean {
+    const prev = this.lastAt;
+    this.lastAt = at;
+    if (prev >= 0 && at >= prev && this.span(prev, at) <= this.opts.windowBytes) return true;
+    this.frontier = at; // a new run: nothing read ahead of it yet
+    return false;
+  }
+
+  /** Bytes of pack from the start of entry `from` to the start of entry `to`. */
+  private span(from: number, to: number): number {
+    return (this.entries[to] as PushPackEntry).offset - (this.entries[from] as PushPackEntry).offset;
+  }
+
+  /** Whether entry `i` needs no read: held, in flight, or not to be asked of the pack (rejected). */
+  private covered(i: number): boolean {
+    const h = (this.entries[i] as PushPackEntry).hash;
+    return this.taken[i] === 1 || this.held.has(h) || this.inflight.has(h) || !(this.where?.has(h) ?? false);
+  }
+
+  /**
+   * In a forward run at entry `at`: while less than `aheadWindows` windows of pack after `at` are read or
+   * in flight, starts the next window (held bytes permitting).
+   */
+  private readAhead(at: number): void {
+    const max = this.opts.aheadWindows ?? 0;
+    while (this.aheadInFlight < max) {
+      let next = Math.max(this.frontier, at + 1);
+      while (next < this.entries.length && this.covered(next)) next++;
+      this.frontier = next;
+      if (next >= this.entries.length || this.span(at, next) >= this.opts.windowBytes * max) return;
+      if (this.heldTotal + this.opts.windowBytes * (this.aheadInFlight + 1) > this.opts.heldBytes) return;
+      this.aheadInFlight++;
+      this.report.ahead++;
+      const done = (): void => {
+        this.aheadInFlight--;
+      };
+      this.window(next).then(done, done);
+    }
   }
 
   /** Held bytes of `hash` (removed from the held set), from `got` if given. */
@@ -110,12 +170,14 @@ export class PackReads {
     if (b) {
       this.held.delete(hash);
       this.heldTotal -= b.length;
-      this.report.served++;
-      return b;
     }
-    const g = got?.get(hash);
-    if (g) this.report.served++;
-    return g;
+    const out = b ?? got?.get(hash);
+    if (out) {
+      this.report.served++;
+      const at = this.where?.get(hash);
+      if (at !== undefined) this.taken[at] = 1;
+    }
+    return out;
   }
 
   /** Reads the window starting at entry `at`; its blocks are held (the caller takes its own). */
@@ -125,10 +187,11 @@ export class PackReads {
     for (let i = at; i < this.entries.length; i++) {
       const e = this.entries[i] as PushPackEntry;
       if (slice.length > 0 && e.offset + e.length - first.offset > this.opts.windowBytes) break;
-      if (this.held.has(e.hash) || (this.inflight.has(e.hash) && i > at)) break; // read already, or being read
+      if (i > at && (this.held.has(e.hash) || this.inflight.has(e.hash) || this.taken[i] === 1)) break; // read already, or being read
       slice.push(e);
     }
     const last = slice[slice.length - 1] as PushPackEntry;
+    this.frontier = Math.max(this.frontier, at + slice.length);
     const p = this.read(first, last, slice);
     for (const e of slice) this.inflight.set(e.hash, p);
     const done = (): void => {
