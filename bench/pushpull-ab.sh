@@ -2,8 +2,9 @@
 # push and pull of two homefs builds and restic, side by side, over the test Ceph behind
 # bench/latency-proxy.ts (docs/benchmarks.md, "Where the time goes: push and pull over Ceph").
 #   bench/pushpull-ab.sh <before checkout, built> <home dir> [RTT_MS ...]   (default RTTs: 0 20)
+#   ONLY="before restic" bench/pushpull-ab.sh ...   runs only those (a step to repeat)
 # Per step: wall time, client CPU (user+sys, children included), client peak RSS, RGW + OSD CPU during the step (the shared
-# test Ceph: includes whatever else uses it meanwhile) and the 1-min load. Page cache dropped before each
+# test Ceph: includes whatever else uses it meanwhile), the store requests by method (bench/counting-proxy.ts) and the 1-min load. Page cache dropped before each
 # step (root). Every step uses a fresh prefix of the bucket.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,17 +37,18 @@ measure() { # label command...
   s0=$(srv); l0=$(cut -d' ' -f1 /proc/loadavg); sync; echo 3 > /proc/sys/vm/drop_caches
   if ! /usr/bin/time -f "%e %U %S %M" -o "$work/time" "$@" > "$work/out" 2>&1; then echo "$label FAILED: $(tail -1 "$work/out")"; return; fi
   read -r e u s m < "$work/time"
-  printf "%-22s wall %6.2f s  client CPU %6.2f s  RSS %5d MB  server CPU %6.2f s  load %s\n" "$label" "$e" "$(echo "$u + $s" | bc)" "$((m / 1024))" "$(echo "($(srv) - $s0) / 100" | bc -l)" "$l0"
+  kill -USR1 "$proxy"; sleep 0.5
+  printf "%-22s wall %6.2f s  client CPU %6.2f s  RSS %5d MB  server CPU %6.2f s  load %s  requests %s\n" "$label" "$e" "$(echo "$u + $s" | bc)" "$((m / 1024))" "$(echo "($(srv) - $s0) / 100" | bc -l)" "$l0" "$(cat "$work/counts")"
 }
 for rtt in "${rtts[@]}"; do
-  port=$(node -e "const s=require('net').createServer();s.listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")
-  node dist/bench/latency-proxy.js "$port" "$up" "$rtt" > /dev/null & proxy=$!; sleep 1
-  for v in before after restic; do
+  node dist/bench/counting-proxy.js "$up" "$rtt" "$work/counts" > "$work/port" & proxy=$!; sleep 1
+  port=$(cat "$work/port")
+  for v in ${ONLY:-before after restic}; do
     p=pushpull-ab-$v-$rtt-$$
     store="s3://$bucket/$p?endpoint=http://127.0.0.1:$port&region=us-east-1&pathStyle=true"
     if [ $v = restic ]; then
       export RESTIC_REPOSITORY=s3:http://127.0.0.1:$port/$bucket/$p RESTIC_PASSWORD=bench RESTIC_CACHE_DIR=$work/rc1
-      restic --quiet init > /dev/null
+      restic --quiet init > /dev/null; kill -USR1 "$proxy"
       measure "+$rtt restic backup" bash -c "cd '$home' && restic --quiet backup --host a ."
       RESTIC_CACHE_DIR=$work/rc2 measure "+$rtt restic restore" restic --quiet restore latest --target "$work/restored"
     else

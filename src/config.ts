@@ -136,6 +136,11 @@ export const defaults = {
     blockMax: 256 * 1024,
     /** The pack holds blocks up to this many bytes in all (the first ones in pull order). */
     maxBytes: 512 * 1024 * 1024,
+    /** Push uploads the pack in parts of this size (S3 multipart upload), this many at once (pushpack-writer.ts). */
+    partBytes: 16 * 1024 * 1024,
+    partsInFlight: 2,
+    /** Push holds at most this many bytes of blocks waiting for files earlier in pull order that are still being read. */
+    reorderBytes: 32 * 1024 * 1024,
     /** Pull reads the pack in ranged GETs of about this size, this many at once. */
     rangeBytes: 8 * 1024 * 1024,
     rangeParallelism: 8,

@@ -11,6 +11,7 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileStore } from '../src/store/file.js';
+import { MemoryStore } from '../src/store/memory.js';
 import { blockKey, pushPackKey } from '../src/store/keys.js';
 import { pullSnapshot } from '../src/snapshot/pull.js';
 import { hashBuffer } from '../src/hash/blake3.js';
@@ -215,6 +216,28 @@ test('gc: a push pack is kept while its snapshot is retained, deleted after; it 
     const last = await gcOrg(store, 'acme', { graceMs: DAY, keep: 1, dryRun: false, fence: NOW });
     assert.equal(last.pushPacksDeleted, 0);
     assert.ok(existsSync(pack) && existsSync(join(storeDir, pushPackKey('acme', 'b'))));
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+});
+
+test('gc: an unfinished upload under the homes (a push pack of a push that died) is aborted once older than the grace period', async () => {
+  const work = await mkdtemp(join(tmpdir(), 'homefs-ops-gc-up-'));
+  try {
+    const store = new MemoryStore();
+    await writeFile(join(work, 'a.txt'), 'a\n');
+    await pushDirectory(work, store, 'acme', 'a', { xattrs: false });
+    const id = await store.uploads.start(pushPackKey('acme', 'a'));
+    await store.uploads.part(pushPackKey('acme', 'a'), id, 2, Buffer.alloc(10));
+    await store.uploads.start('other/homes/a/PUSHPACK'); // another org's: not this gc's
+    const young = await gcOrg(store, 'acme', { graceMs: DAY, keep: 1, dryRun: false, fence: NOW });
+    assert.equal(young.uploadsAborted, 0, 'within the grace period: a push may still be streaming it');
+    const dry = await gcOrg(store, 'acme', { graceMs: 0, keep: 1, dryRun: true });
+    assert.equal(dry.uploadsAborted, 1);
+    assert.equal(store.uploadsPending, 2, 'a dry run aborts nothing');
+    const r = await gcOrg(store, 'acme', { graceMs: 0, keep: 1, dryRun: false, fence: NOW });
+    assert.equal(r.uploadsAborted, 1);
+    assert.deepEqual((await store.uploads.list('')).map((u) => u.key), ['other/homes/a/PUSHPACK']);
   } finally {
     await rm(work, { recursive: true, force: true });
   }

@@ -11,7 +11,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { hashBuffer } from '../src/hash/blake3.js';
-import { buildPushPack, choosePackBlocks, decodePushPack, decodePushPackIndex, pushPackIndexLength, PUSHPACK_HEADER } from '../src/snapshot/pushpack.js';
+import { buildPushPack, decodePushPack, decodePushPackIndex, pushPackIndexLength, PUSHPACK_HEADER } from '../src/snapshot/pushpack.js';
+import { PushPackWriter } from '../src/snapshot/pushpack-writer.js';
+import { MemoryStore } from '../src/store/memory.js';
 import { emptyPushPackStats, groupRanges, PushPackReader } from '../src/snapshot/pushpack-reader.js';
 import { FormatError, NotFoundError } from '../src/util/errors.js';
 
@@ -51,10 +53,14 @@ test('building the pack from its blocks gives the fixture; a block whose bytes c
   assert.deepEqual([empty.entries.length, empty.dataBytes], [0, 0]);
 });
 
-test('the writer takes each hash once, blocks up to blockMax, until maxBytes', () => {
-  const b = (hash: string, length: number) => ({ hash, length });
+test('the writer takes each hash once, blocks up to blockMax, until maxBytes', async () => {
+  const b = (hash: string, length: number) => ({ hash, data: Buffer.alloc(length) });
   const h = (c: string): string => c.repeat(64);
-  const chosen = choosePackBlocks([b(h('a'), 10), b(h('b'), 500), b(h('a'), 10), b(h('c'), 0), b(h('d'), 50), b(h('e'), 50), b(h('f'), 1)], { blockMax: 100, maxBytes: 100 });
+  const store = new MemoryStore();
+  const w = new PushPackWriter(store, 'k', 1, { blockMax: 100, maxBytes: 100, partBytes: 1 << 24, partsInFlight: 2, reorderBytes: 1 << 24 });
+  await w.offer(0, [b(h('a'), 10), b(h('b'), 500), b(h('a'), 10), b(h('c'), 0), b(h('d'), 50), b(h('e'), 50), b(h('f'), 1)]);
+  assert.equal((await w.finish(SNAP)).written, true);
+  const chosen = decodePushPack(await store.get('k')).entries;
   assert.deepEqual(chosen.map((c) => c.hash), [h('a'), h('d')], 'b too big, a once, c empty, e over the budget (and everything after it)');
 });
 

@@ -163,7 +163,7 @@ test('a push whose pack cannot be written still succeeds (HEAD moved); the resul
     }
   }
   const res = await pushDirectory(src, new NoPack(store), ORG, HOME, { xattrs: false, pushPack: true });
-  assert.deepEqual(res.pushPack, { written: false, blocks: 0, bytes: 0, error: 'store refused the pack' });
+  assert.deepEqual(res.pushPack, { written: false, blocks: 0, bytes: 0, late: 0, error: 'store refused the pack' });
   assert.equal((await readHead(store, ORG, HOME))?.snapshot, res.snapshot);
   const p = await pull(store, res.snapshot);
   assert.equal(p.res.pushPack.found, false);

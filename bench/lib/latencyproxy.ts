@@ -127,12 +127,26 @@ export class LatencyProxy {
       answered = false;
       const at = releaseTime(now, this.delayMs, lastRelease);
       lastRelease = at;
-      const send = (): void => {
-        if (!up.destroyed) up.write(chunk);
-      };
-      if (at - now <= 0) send();
-      else setTimeout(send, at - now);
+      // One queue and one timer per connection: a timer per chunk could fire out of order (Node keeps timers
+      // in lists by duration, and fractional durations of one tick land in different lists), which
+      // reordered request bodies under load (RGW: XAmzContentSHA256Mismatch).
+      queue.push({ at, chunk });
+      if (!timer) timer = setTimeout(pump, Math.max(0, at - now));
     });
+    const queue: Array<{ at: number; chunk: Buffer }> = [];
+    let timer: NodeJS.Timeout | null = null;
+    const pump = (): void => {
+      timer = null;
+      const t = this.now();
+      while (queue.length > 0 && (queue[0] as { at: number }).at <= t) {
+        const { chunk } = queue.shift() as { chunk: Buffer };
+        if (!up.destroyed) up.write(chunk);
+      }
+      const next = queue[0];
+      if (next) timer = setTimeout(pump, Math.max(0, next.at - t));
+      else if (ended) up.end();
+    };
+    let ended = false;
     up.on('data', (chunk: Buffer) => {
       answered = true;
       if (open && Number.isNaN(open.firstByte)) open.firstByte = this.now();
@@ -142,7 +156,10 @@ export class LatencyProxy {
       }
     });
     // a half-close from the client is forwarded after the data ahead of it
-    client.on('end', () => setTimeout(() => up.end(), Math.max(0, lastRelease - this.now())));
+    client.on('end', () => {
+      ended = true;
+      if (!timer) up.end();
+    });
     up.on('end', () => client.end());
     client.on('error', close);
     up.on('error', close);

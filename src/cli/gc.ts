@@ -57,7 +57,7 @@ export function register(program: Command): void {
         process.stdout.write(
           `${r.org}: ${verb} ${formatBytes(r.bytesFreed)} (${r.deletedObjects} objects) of ${formatBytes(r.scannedBytes)} (${r.scannedObjects} objects); ` +
             `${r.homes} homes, ${r.roots} snapshots marked, ${r.prunedGenerations} old generations ${r.dryRun ? 'to prune' : 'pruned'}, ` +
-            `${r.youngUnreferenced} unreferenced objects within the grace period kept${r.rescued ? `, ${r.rescued} rescued by concurrent seals` : ''}${r.refreshed ? `, ${r.refreshed} rewritten during gc kept` : ''}${r.pushPacksDeleted ? `, ${r.pushPacksDeleted} push packs of pruned snapshots ${r.dryRun ? 'to delete' : 'deleted'}` : ''} (${r.seconds.toFixed(2)} s)\n`,
+            `${r.youngUnreferenced} unreferenced objects within the grace period kept${r.rescued ? `, ${r.rescued} rescued by concurrent seals` : ''}${r.refreshed ? `, ${r.refreshed} rewritten during gc kept` : ''}${r.pushPacksDeleted ? `, ${r.pushPacksDeleted} push packs of pruned snapshots ${r.dryRun ? 'to delete' : 'deleted'}` : ''}${r.uploadsAborted ? `, ${r.uploadsAborted} unfinished uploads ${r.dryRun ? 'to abort' : 'aborted'}` : ''} (${r.seconds.toFixed(2)} s)\n`,
         );
       }
     });

@@ -23,7 +23,7 @@
  * (docs/format.md). Nor is its push pack (`PUSHPACK`) marked from; it is deleted once the snapshot it holds
  * the blocks of is no longer retained (a pull never uses it again, and it holds up to 512 MiB of copies).
  */
-import { keyHash, objectsPrefix, pushPackKey } from '../store/keys.js';
+import { homesPrefix, keyHash, objectsPrefix, pushPackKey } from '../store/keys.js';
 import { PUSHPACK_HEADER, pushPackSnapshot } from '../snapshot/pushpack.js';
 import type { ObjectInfo, Store } from '../store/store.js';
 import { GcFence, type FenceOptions } from '../snapshot/gcfence.js';
@@ -71,6 +71,8 @@ export interface GcResult {
   bytesFreed: number;
   /** Push packs of snapshots no longer retained: deleted (or that would be). */
   pushPacksDeleted: number;
+  /** Multipart uploads under the org's homes (a push pack of a push that died) older than the grace period: aborted (or that would be). */
+  uploadsAborted: number;
   seconds: number;
 }
 
@@ -116,6 +118,19 @@ async function prunePushPacks(store: Store, org: string, homes: readonly string[
     pruned++;
   });
   return pruned;
+}
+
+/**
+ * Multipart uploads under the org's homes started longer ago than the grace period: the push pack of a push
+ * that was killed (or whose abort failed) before it completed. Nothing can complete them any more; they
+ * are invisible to readers but hold storage. Aborted (counted only in a dry run).
+ */
+async function abortStaleUploads(store: Store, org: string, opts: GcOptions, started: number): Promise<number> {
+  const uploads = store.uploads;
+  if (!uploads) return 0;
+  const stale = (await uploads.list(homesPrefix(org))).filter((u) => started - u.startedMs >= opts.graceMs);
+  if (!opts.dryRun) await mapLimit(stale, 16, (u) => uploads.abort(u.key, u.id));
+  return stale.length;
 }
 
 /** The listing entry of exactly `key` (size, mtime), or null when it is gone. */
@@ -186,6 +201,7 @@ async function sweepOrg(store: Store, org: string, opts: GcOptions, fence: GcFen
   const doomed = candidates.filter((c) => !reachable.blocks.has(c.hash) && !reachable.meta.has(c.hash));
   const rescued = candidates.length - doomed.length;
   const pushPacksDeleted = await prunePushPacks(store, org, homes, reachable.meta, opts, started);
+  const uploadsAborted = await abortStaleUploads(store, org, opts, started);
 
   let deleted = 0;
   let bytesFreed = 0;
@@ -217,6 +233,6 @@ async function sweepOrg(store: Store, org: string, opts: GcOptions, fence: GcFen
   return {
     org, dryRun: opts.dryRun, homes: homes.length, roots: roots.length, prunedGenerations,
     reachableObjects: reachable.meta.size + reachable.blocks.size, scannedObjects, scannedBytes, youngUnreferenced, rescued, refreshed,
-    deletedObjects: deleted, bytesFreed, pushPacksDeleted, epoch, overrun: overran, seconds: (performance.now() - t0) / 1000,
+    deletedObjects: deleted, bytesFreed, pushPacksDeleted, uploadsAborted, epoch, overrun: overran, seconds: (performance.now() - t0) / 1000,
   };
 }

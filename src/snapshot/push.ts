@@ -9,9 +9,10 @@
  * advanced from the generation the push started from. Objects are always written before anything that
  * references them, so a crash or a lost HEAD race leaves the previous HEAD intact and the new objects as
  * collectable orphans.
- * After HEAD moved, on a store over the network, push writes the home's namespace pack and push pack
- * (nspack.ts, pushpack.ts: the small blocks in pull order, read back from the files and verified); both
- * are hints, and a failure to write them leaves the push committed.
+ * On a store over the network, push also writes the home's push pack (pushpack.ts: the small blocks in
+ * pull order), streamed while the files are read from the blocks the content pass reads and hashes anyway
+ * (pushpack-writer.ts), completed once HEAD moved, and the namespace pack (nspack.ts) after HEAD moved;
+ * both are hints: a failure to write them leaves the push committed (a failed push aborts the pack).
  *
  * A file the parent snapshot (HEAD) holds at the same path with the same size, mtime and ctime is not read
  * again: its block list is reused (`rehash` turns this off). Everything else is hashed.
@@ -31,13 +32,13 @@ import { closeSync, constants, fstatSync, openSync, readSync, type BigIntStats }
 import { lstat, open, readdir, readlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { defaults } from '../config.js';
-import { blockRanges, hashBuffer } from '../hash/blake3.js';
+import { BLOCK_SIZE, blockRanges, hashBuffer, SINGLE_BLOCK_MAX } from '../hash/blake3.js';
 import { HashPool } from '../hash/pool.js';
 import type { Store } from '../store/store.js';
 import { mapLimit, Semaphore } from '../util/concurrency.js';
-import { errorMessage, UserError } from '../util/errors.js';
+import { UserError } from '../util/errors.js';
 import { pushPackKey } from '../store/keys.js';
-import { buildPushPack, choosePackBlocks, type PackCandidate } from './pushpack.js';
+import { PushPackWriter, type PackBlock, type PackWriterOptions, type PushPackResult } from './pushpack-writer.js';
 import { treeEntry } from '../model/entry.js';
 import { pushedIno } from '../model/inos.js';
 import { compareNames, nameProblem } from './codec.js';
@@ -90,17 +91,13 @@ export interface PushOptions {
   fence?: Partial<FenceOptions>;
   /** Test hook: runs after every object is written, before HEAD (to interleave a gc deterministically). */
   beforeCommit?: () => Promise<void>;
-  /** Write the home's push pack after HEAD moved (default: on stores over the network; pushpack.ts). */
+  /** Write the home's push pack (default: on stores over the network; pushpack.ts, pushpack-writer.ts). */
   pushPack?: boolean;
+  /** The pack writer's part size, parts in flight and reorder budget (tests make them small). */
+  packWriter?: Partial<PackWriterOptions>;
 }
 
-/** The push pack written after HEAD moved: its blocks and length, or why it is not there (the push succeeded either way). */
-export interface PushPackResult {
-  written: boolean;
-  blocks: number;
-  bytes: number;
-  error?: string;
-}
+export type { PushPackResult } from './pushpack-writer.js';
 
 export interface PushResult {
   snapshot: string;
@@ -146,6 +143,8 @@ interface Node {
   vanished?: boolean;
   /** Could not be read: a file is left out (vanished too), a directory is kept without its entries. */
   unreadable?: boolean;
+  /** Its blocks for the push pack (up to `pushPack.blockMax`), as read and hashed; handed to the pack writer. */
+  pack?: PackBlock[];
 }
 
 /** Permission errors: what this user cannot read is skipped and named, not fatal. */
@@ -178,6 +177,8 @@ class Pusher {
   excluded = 0;
   skipped = 0;
   reused = 0;
+  /** Blocks up to this size are kept for the push pack (0: no pack). */
+  packMax = 0;
   readonly unreadable: Unreadable[] = [];
   private readonly parentDirs = new Map<string, Promise<Map<string, TreeEntry> | null>>();
 
@@ -338,6 +339,7 @@ class Pusher {
         node.st = small.st;
         node.size = small.data.length;
         node.blocks = small.data.length > 0 ? [hash] : [];
+        if (small.data.length > 0 && small.data.length <= this.packMax) node.pack = [{ hash, data: small.data }];
         return true;
       }
     }
@@ -347,6 +349,7 @@ class Pusher {
       if (!before.isFile()) throw new UserError(`cannot push ${node.rel}: it stopped being a regular file while pushing`);
       const size = Number(before.size);
       const blocks: string[] = [];
+      const pack: PackBlock[] = [];
       for (const [offset, length] of blockRanges(size)) {
         const release = length >= BIG_BLOCK ? await this.bigBlocks.acquire() : () => undefined;
         try {
@@ -361,6 +364,7 @@ class Pusher {
           this.progress.bytesHashed += data.length;
           await this.ensureBlock(hash, data);
           blocks.push(hash);
+          if (data.length <= this.packMax) pack.push({ hash, data });
         } finally {
           release();
         }
@@ -370,6 +374,7 @@ class Pusher {
       node.st = after;
       node.size = size;
       node.blocks = blocks;
+      if (pack.length > 0) node.pack = pack;
       return true;
     } finally {
       await fh.close();
@@ -410,7 +415,10 @@ class Pusher {
 
   /** Hashes and uploads one file unless HEAD has it unchanged; re-reads it if it changed meanwhile. */
   async content(node: Node): Promise<void> {
-    if (await this.reuse(node)) return;
+    if (await this.reuse(node)) {
+      if (this.packMax > 0) node.pack = readPackBlocks(node, this.packMax);
+      return;
+    }
     for (let attempt = 0; attempt < defaults.push.readAttempts; attempt++) if (await this.readFile(node)) return;
     throw new UserError(`cannot push ${node.rel}: it keeps changing while it is read; stop the writer and retry`);
   }
@@ -468,30 +476,26 @@ function readSmall(node: Node): { st: BigIntStats; data: Buffer } | false | null
 }
 
 /**
- * Writes the home's push pack for `snapshot`: the small blocks of the pushed files, depth first in name
- * order (pull's order), read again from the files (page-cached: push just read them) and verified by hash,
- * so a file changed since it was hashed is left out of the pack. Never throws: the push has succeeded.
+ * The push pack's blocks of a file push did not read (its block list was taken from the parent snapshot):
+ * the small ones, read from the file and verified by hash (a block that does not match, because the file
+ * changed since, is left out of the pack).
  */
-async function storePushPack(store: Store, org: string, home: string, snapshot: string, nodes: readonly Node[]): Promise<PushPackResult> {
-  try {
-    const seen = new Set<string>();
-    const blocks: PackCandidate[] = [];
-    for (const n of nodes) {
-      if (n.kind !== 'file' || n.vanished || !n.blocks) continue;
-      const inode = `${n.st.dev}:${n.st.ino}`;
-      if (seen.has(inode)) continue;
-      seen.add(inode);
-      blockRanges(n.size).forEach(([offset, length], i) => {
-        const hash = n.blocks?.[i];
-        if (hash !== undefined) blocks.push({ hash, length, read: () => readRange(n.abs, offset, length) });
-      });
-    }
-    const { pack, blocks: count } = buildPushPack(snapshot, choosePackBlocks(blocks, defaults.pushPack));
-    await store.put(pushPackKey(org, home), pack);
-    return { written: true, blocks: count, bytes: pack.length };
-  } catch (e) {
-    return { written: false, blocks: 0, bytes: 0, error: errorMessage(e) };
-  }
+function readPackBlocks(node: Node, packMax: number): PackBlock[] {
+  const out: PackBlock[] = [];
+  blockRanges(node.size).forEach(([offset, length], i) => {
+    const hash = node.blocks?.[i];
+    if (hash === undefined || length > packMax) return;
+    const data = readRange(node.abs, offset, length);
+    if (data && hashBuffer(data) === hash) out.push({ hash, data });
+  });
+  return out;
+}
+
+/** Whether a file of `size` bytes has a block of at most `packMax` bytes (the whole file, or a large file's tail). */
+function packsBlocksOf(size: number, packMax: number): boolean {
+  if (size <= SINGLE_BLOCK_MAX) return size >= 1 && size <= packMax;
+  const tail = size % BLOCK_SIZE;
+  return tail >= 1 && tail <= packMax;
 }
 
 /** `length` bytes of file `abs` at `offset` (synchronous: a few µs each from the page cache), or null when they cannot be read. */
@@ -564,7 +568,6 @@ interface PushContext {
 }
 
 async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fence, since }: PushContext): Promise<PushResult> {
-  const rootSt = root.st;
   p.emit();
   await p.scan(root);
   const nodes = flatten(root);
@@ -603,8 +606,26 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
     else byInode.set(inodeKey(n), [n]);
   }
   const groups = [...byInode.values()];
+  // The push pack goes up while the files are read, from the blocks push reads anyway (pushpack-writer.ts);
+  // groups are in pull order (each inode at its first name, depth first), so a group's index is its slot.
+  const pack = (opts.pushPack ?? wantsNsPack(store.url)) ? new PushPackWriter(store, pushPackKey(org, home), groups.length, { ...defaults.pushPack, ...opts.packWriter }) : null;
+  p.packMax = pack ? defaults.pushPack.blockMax : 0;
+  try {
+    return await pushContent({ p, root, store, objects, org, home, head, opts, t0, fence, since }, nodes, groups, pack);
+  } catch (e) {
+    await pack?.abort();
+    throw e;
+  }
+}
+
+/** The content pass, the trees, the commit and the hints (pushWith's second half). */
+async function pushContent({ p, root, store, objects, org, home, head, opts, t0, fence, since }: PushContext, nodes: Node[], groups: Node[][], pack: PushPackWriter | null): Promise<PushResult> {
+  const rootSt = root.st;
   p.startPhase('content', { files: groups.length, bytes: groups.reduce((s, g) => s + Number((g[0] as Node).st.size), 0) });
-  await mapLimit(groups, opts.parallelism ?? defaults.push.parallelism, async (group) => {
+  // A file with no block the pack takes (by its size at the scan) is handed over now: the pack never waits for it.
+  const packs = (g: Node[]): boolean => pack !== null && packsBlocksOf(Number((g[0] as Node).st.size), p.packMax);
+  if (pack) groups.forEach((g, slot) => void (packs(g) ? undefined : pack.offer(slot, [])));
+  await mapLimit(groups, opts.parallelism ?? defaults.push.parallelism, async (group, slot) => {
     // A file deleted since the scan (a live home) is left out; a hard link's other names may remain.
     // One this user cannot read is left out and named (its other names are the same inode: unreadable too).
     let source: Node | undefined;
@@ -633,6 +654,9 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
       other.size = source.size;
       other.blocks = source.blocks;
     }
+    const blocks = source?.pack ?? [];
+    if (source) delete source.pack;
+    if (pack && packs(group)) await pack.offer(slot, blocks);
     p.fileDone();
   });
 
@@ -674,7 +698,7 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
   const memo = objects.memo;
   const [, pushPack] = await Promise.all([
     memo instanceof TreeMemo ? storeNsPack(store, org, home, root.tree as string, async (h) => memo.get(h) ?? objects.getTreeData(h)).catch(() => 0) : 0,
-    (opts.pushPack ?? wantsNsPack(store.url)) ? storePushPack(store, org, home, snapshot, nodes) : null,
+    pack ? pack.finish(snapshot) : null,
   ]);
   p.startPhase('done');
   return {

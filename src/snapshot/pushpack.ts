@@ -53,29 +53,10 @@ export interface PackCandidate {
 }
 
 /**
- * The candidates a pack takes, in order: each hash once, blocks of 1..`blockMax` bytes, until `maxBytes` of
- * data (the first ones in pull order: a pull that runs out of pack goes on block by block).
- */
-export function choosePackBlocks<T extends { hash: string; length: number }>(blocks: Iterable<T>, opts: { blockMax: number; maxBytes: number }): T[] {
-  const blockMax = Math.min(opts.blockMax, MAX_BLOCK);
-  const maxBytes = Math.min(opts.maxBytes, MAX_DATA);
-  const seen = new Set<string>();
-  const out: T[] = [];
-  let bytes = 0;
-  for (const b of blocks) {
-    if (b.length < 1 || b.length > blockMax || seen.has(b.hash)) continue;
-    if (bytes + b.length > maxBytes || out.length >= MAX_BLOCKS) break;
-    seen.add(b.hash);
-    out.push(b);
-    bytes += b.length;
-  }
-  return out;
-}
-
-/**
- * The pack of `snapshot` holding `candidates` (already chosen, in order). Each block's bytes are read and
- * hashed; one whose bytes are gone or no longer match (a file changed since it was pushed) is left out.
- * The pack is built in one buffer (no second copy of up to MAX_DATA bytes). Returns it with its block count.
+ * The pack of `snapshot` holding `candidates` (in order), built in one buffer: the reference the tests
+ * and fixtures use (push streams its pack with pushpack-writer.ts, which chooses blocks the same way: each
+ * hash once, 1..blockMax bytes, until maxBytes). Each block's bytes are read and hashed; one whose bytes
+ * are gone or do not match is left out. Returns the pack with its block count.
  */
 export function buildPushPack(snapshot: string, candidates: readonly PackCandidate[]): { pack: Buffer; blocks: number } {
   if (candidates.length > MAX_BLOCKS) throw new Error(`push pack of ${candidates.length} blocks exceeds ${MAX_BLOCKS}`);
@@ -95,19 +76,34 @@ export function buildPushPack(snapshot: string, candidates: readonly PackCandida
   }
   const dataStart = PUSHPACK_HEADER + ENTRY * kept.length;
   if (dataStart !== maxStart) buf.copy(buf, dataStart, maxStart, maxStart + used); // (memmove: the ranges overlap)
+  writePushPackHead(buf, snapshot, kept, used);
+  return { pack: buf.subarray(0, dataStart + used), blocks: kept.length };
+}
+
+/** The length of header and index of a pack of `count` blocks (where its data starts). */
+export function pushPackDataStart(count: number): number {
+  return PUSHPACK_HEADER + ENTRY * count;
+}
+
+/**
+ * Writes header and index into the first pushPackDataStart(entries.length) bytes of `buf` (the streaming
+ * writer, pushpack-writer.ts, builds them last: they name the snapshot, known once HEAD moved).
+ */
+export function writePushPackHead(buf: Buffer, snapshot: string, entries: readonly PushPackEntry[], dataBytes: number): void {
+  if (entries.length > MAX_BLOCKS) throw new Error(`push pack of ${entries.length} blocks exceeds ${MAX_BLOCKS}`);
+  if (dataBytes > MAX_DATA) throw new Error(`push pack of ${dataBytes} bytes exceeds ${MAX_DATA}`);
   MAGIC.copy(buf, 0);
   buf.writeUInt8(PUSHPACK_VERSION, 4);
   writeHash(buf, 5, snapshot);
-  buf.writeUInt32LE(kept.length, 37);
-  buf.writeBigUInt64LE(BigInt(used), 41);
+  buf.writeUInt32LE(entries.length, 37);
+  buf.writeBigUInt64LE(BigInt(dataBytes), 41);
   let at = PUSHPACK_HEADER;
-  for (const e of kept) {
+  for (const e of entries) {
     writeHash(buf, at, e.hash);
     buf.writeBigUInt64LE(BigInt(e.offset), at + 32);
     buf.writeUInt32LE(e.length, at + 40);
     at += ENTRY;
   }
-  return { pack: buf.subarray(0, dataStart + used), blocks: kept.length };
 }
 
 function writeHash(buf: Buffer, at: number, hash: string): void {

@@ -3,7 +3,7 @@
  * (a read overlay, metering, recording or holding requests in tests) extend it and override only those,
  * so a new Store method is forwarded everywhere by default.
  */
-import type { ObjectInfo, Store } from './store.js';
+import type { ObjectInfo, Store, Uploads } from './store.js';
 
 export class ForwardingStore implements Store {
   constructor(readonly inner: Store) {}
@@ -33,5 +33,8 @@ export class ForwardingStore implements Store {
   }
   close(): Promise<void> {
     return this.inner.close();
+  }
+  get uploads(): Uploads | undefined {
+    return this.inner.uploads;
   }
 }

@@ -18,7 +18,7 @@
  */
 import { defaults } from '../config.js';
 import { backoffDelay } from '../util/backoff.js';
-import type { ObjectInfo, Store } from './store.js';
+import type { ObjectInfo, Store, Uploads } from './store.js';
 import { TransientStoreError, isThrottled, isTransient } from './transient.js';
 
 export interface RetryOptions {
@@ -186,6 +186,20 @@ export class RetryingStore implements Store {
 
   delete(key: string): Promise<void> {
     return this.attempt('delete', () => this.inner.delete(key));
+  }
+
+  /** The inner store's uploads, each call retried (a part is replaced by its retry; a start retried after a lost reply leaves an upload for gc to abort). */
+  get uploads(): Uploads | undefined {
+    const u = this.inner.uploads;
+    if (!u) return undefined;
+    return {
+      minPartBytes: u.minPartBytes,
+      start: (key) => this.attempt('uploadStart', () => u.start(key)),
+      part: (key, id, n, data) => this.attempt('uploadPart', () => u.part(key, id, n, data)),
+      complete: (key, id, etags) => this.attempt('uploadComplete', () => u.complete(key, id, etags)),
+      abort: (key, id) => this.attempt('uploadAbort', () => u.abort(key, id)),
+      list: (prefix) => this.attempt('uploadList', () => u.list(prefix)),
+    };
   }
 
   close(): Promise<void> {

@@ -20,12 +20,17 @@
  * classified here into NotFoundError, TransientStoreError (retried) and one-line UserErrors (not retried).
  */
 import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
+  ListMultipartUploadsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
+  UploadPartCommand,
   S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
@@ -34,7 +39,7 @@ import { mapLimit } from '../util/concurrency.js';
 import { NotFoundError } from '../util/errors.js';
 import { checkRange, validateKey } from './file.js';
 import { classifyS3Error, httpStatus, isMissing, isPreconditionFailed } from './s3-errors.js';
-import type { ObjectInfo, Store } from './store.js';
+import type { ObjectInfo, PendingUpload, Store, Uploads } from './store.js';
 import { formatS3Url, parseS3Url, type S3Location } from './s3-url.js';
 
 export { formatS3Url, parseS3Url, type S3Location };
@@ -216,6 +221,60 @@ export class S3Store implements Store {
       if (!isMissing(e)) this.fail(e, key);
     }
   }
+
+  /** Multipart uploads (the push pack: pushpack-writer.ts). */
+  readonly uploads: Uploads = {
+    minPartBytes: 5 * 1024 * 1024,
+    start: async (key) => {
+      try {
+        const out = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.loc.bucket, Key: this.objectKey(key) }));
+        if (!out.UploadId) throw new Error('CreateMultipartUpload answered without an UploadId');
+        return out.UploadId;
+      } catch (e) {
+        this.fail(e, key);
+      }
+    },
+    part: async (key, id, n, data) => {
+      try {
+        const out = await this.client.send(new UploadPartCommand({ Bucket: this.loc.bucket, Key: this.objectKey(key), UploadId: id, PartNumber: n, Body: data, ContentLength: data.length }));
+        if (!out.ETag) throw new Error('UploadPart answered without an ETag');
+        return out.ETag;
+      } catch (e) {
+        this.fail(e, key);
+      }
+    },
+    complete: async (key, id, etags) => {
+      try {
+        await this.client.send(new CompleteMultipartUploadCommand({ Bucket: this.loc.bucket, Key: this.objectKey(key), UploadId: id, MultipartUpload: { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) } }));
+      } catch (e) {
+        this.fail(e, key);
+      }
+    },
+    abort: async (key, id) => {
+      try {
+        await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.loc.bucket, Key: this.objectKey(key), UploadId: id }));
+      } catch (e) {
+        if (!isMissing(e)) this.fail(e, key);
+      }
+    },
+    list: async (prefix) => {
+      const out: PendingUpload[] = [];
+      let marker: { KeyMarker?: string; UploadIdMarker?: string } = {};
+      for (;;) {
+        let page;
+        try {
+          page = await this.client.send(new ListMultipartUploadsCommand({ Bucket: this.loc.bucket, Prefix: this.keyPrefix + prefix, ...marker }));
+        } catch (e) {
+          this.fail(e);
+        }
+        for (const u of page.Uploads ?? []) {
+          if (u.Key?.startsWith(this.keyPrefix) && u.UploadId) out.push({ key: u.Key.slice(this.keyPrefix.length), id: u.UploadId, startedMs: u.Initiated?.getTime() ?? 0 });
+        }
+        if (!page.IsTruncated || !page.NextKeyMarker) return out;
+        marker = { KeyMarker: page.NextKeyMarker, ...(page.NextUploadIdMarker ? { UploadIdMarker: page.NextUploadIdMarker } : {}) };
+      }
+    },
+  };
 
   async close(): Promise<void> {
     this.client.destroy();

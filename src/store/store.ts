@@ -73,4 +73,34 @@ export interface Store {
 
   /** Releases connections and handles. */
   close(): Promise<void>;
+
+  /**
+   * Multipart uploads, on stores that have them (S3): an object too large to hold in memory is written
+   * part by part and appears whole, atomically, at `complete`. undefined: the store has none (the caller
+   * builds the object in memory and `put`s it). Wrappers pass it through (retry.ts retries each call).
+   */
+  readonly uploads?: Uploads | undefined;
+}
+
+/** One upload's calls (S3's CreateMultipartUpload, UploadPart, CompleteMultipartUpload, AbortMultipartUpload). */
+export interface Uploads {
+  /** Every part but the last must be at least this long (S3: 5 MiB); at most 10,000 parts. */
+  readonly minPartBytes: number;
+  /** Starts an upload of `key`; returns its id. Nothing is visible under `key` until `complete`. */
+  start(key: string): Promise<string>;
+  /** Uploads part `n` (1-based) of upload `id`; returns its ETag. Uploading a part again replaces it (safe to retry). */
+  part(key: string, id: string, n: number, data: Buffer): Promise<string>;
+  /** Makes `key` the parts 1..etags.length in order (etags[i] is part i+1's), replacing what was there. */
+  complete(key: string, id: string, etags: readonly string[]): Promise<void>;
+  /** Drops upload `id` and its parts; aborting an upload that is gone is not an error. */
+  abort(key: string, id: string): Promise<void>;
+  /** Uploads started and neither completed nor aborted, of keys starting with `prefix` (gc aborts old ones). */
+  list(prefix: string): Promise<PendingUpload[]>;
+}
+
+export interface PendingUpload {
+  key: string;
+  id: string;
+  /** When it was started, in ms since the epoch. */
+  startedMs: number;
 }
