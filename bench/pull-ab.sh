@@ -19,7 +19,8 @@ up=$(echo "$HOMEFS_TEST_S3_URL" | sed -E 's#.*endpoint=http://([0-9.]+:[0-9]+).*
 bucket=$(echo "$HOMEFS_TEST_S3_URL" | sed -E 's#s3://([^/?]+).*#\1#')
 cephdir=${HOMEFS_CEPH_DIR:-/tmp/homefs-ceph-$(id -u)}
 rgw=$(cat "$cephdir/run/client.rgw.pid"); osd=$(cat "$cephdir/run/osd.0.pid")
-srv() { echo $(( $(awk '{print $14+$15}' /proc/$rgw/stat) + $(awk '{print $14+$15}' /proc/$osd/stat) )); }
+# (0 for a daemon that is gone: someone restarted the shared test Ceph; that step's server CPU is then wrong)
+srv() { echo $(( $(awk '{print $14+$15}' /proc/$rgw/stat 2>/dev/null || echo 0) + $(awk '{print $14+$15}' /proc/$osd/stat 2>/dev/null || echo 0) )); }
 work=$(mktemp -d /var/tmp/pull-ab.XXXXXX)
 p=${PUSHED:-pull-ab-$$}
 proxy=
