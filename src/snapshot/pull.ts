@@ -8,10 +8,11 @@
  * symlink: files are created with O_CREAT|O_EXCL|O_NOFOLLOW, and symlinks are created last-in-place and
  * never written through; times and xattrs are set without following links.
  *
- * Files are written as their blocks arrive (`parallelism` files at once, default 64; a one-block file with
- * synchronous calls once its block is verified) and never fsync'd, as cp and restic restore do: the rename
- * makes the tree appear whole to other processes, but a host crash soon after a pull can leave files of
- * it short, as after cp. Run `sync` after the pull when the tree must survive a power loss (README).
+ * Files are written as their blocks arrive (`parallelism` files at once, default 64; a one-block file, once
+ * its block is verified, is queued to filewriter.ts, which creates, writes and gives it its owner, mode and
+ * times in batches on the thread pool) and never fsync'd, as cp and restic restore do: the rename makes the
+ * tree appear whole to other processes, but a host crash soon after a pull can leave files of it short, as
+ * after cp. Run `sync` after the pull when the tree must survive a power loss (README).
  *
  * Files are taken depth first in name order, the order of the home's push pack (pushpack-reader.ts): on a
  * store over the network, when the pack is of the snapshot pulled, the small blocks stream out of it in
@@ -20,10 +21,11 @@
  * Order matters for metadata: content, FIFOs, hard links, xattrs, owners (root only: chown clears
  * setuid bits, so it comes before chmod), modes, then times (files first, directories deepest first,
  * because creating an entry changes its directory's mtime, and the root last, from the snapshot's
- * `rootAttrs`).
+ * `rootAttrs`). A one-block file without xattrs gets its owner, mode and times right after its content,
+ * through its fd (none of the later steps changes them: a hard link or a sibling changes only ctimes).
  */
-import { chmodSync, closeSync, constants, lchownSync, mkdirSync, openSync, symlinkSync, writeSync } from 'node:fs';
-import { chmod, lchown, link, lstat, mkdtemp, open, readdir, rename, rm, rmdir } from 'node:fs/promises';
+import { constants, mkdirSync, symlinkSync } from 'node:fs';
+import { link, lstat, mkdtemp, open, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { defaults } from '../config.js';
 import type { Store } from '../store/store.js';
@@ -32,6 +34,7 @@ import { errorMessage, UserError } from '../util/errors.js';
 import { nsPackKey, pushPackKey } from '../store/keys.js';
 import { emptyPushPackStats, PushPackReader, type PushPackStats } from './pushpack-reader.js';
 import { readNsPack, wantsNsPack } from './nspack.js';
+import { FileWriter, setMeta, type PathMeta } from './filewriter.js';
 import { ObjectStore } from './objects.js';
 import { OsHelper } from './oshelper.js';
 import type { TreeEntry } from '../model/tree.js';
@@ -81,6 +84,8 @@ interface Item {
   extraLink: boolean;
   /** Its entry index in each directory from the root down: sorts items depth first in name order (push's order). */
   pos: number[];
+  /** Owner, mode and times were set when the file was written (filewriter.ts). */
+  metaDone?: boolean;
 }
 
 /** Depth first, names in byte order: the order push lays out the push pack in. */
@@ -106,14 +111,9 @@ async function openPushPack(store: Store, org: string, home: string, snapshot: s
 
 const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
-/** Creates file `abs` (never through a symlink, never an existing one) holding `data`. */
-function writeWhole(abs: string, data: Buffer): void {
-  const fd = openSync(abs, WRITE_FLAGS, 0o600);
-  try {
-    for (let done = 0; done < data.length; ) done += writeSync(fd, data, done, data.length - done, done);
-  } finally {
-    closeSync(fd);
-  }
+/** The owner (when restored), mode (not of a symlink) and times of `entry`. */
+function metaOf(entry: TreeEntry, owners: boolean): PathMeta {
+  return { ...(owners ? { uid: entry.uid, gid: entry.gid } : {}), ...(entry.kind === 'symlink' ? {} : { mode: entry.mode }), mtimeNs: entry.mtimeNs };
 }
 
 async function checkDestination(dest: string): Promise<boolean> {
@@ -166,7 +166,10 @@ export async function pullSnapshot(store: Store, org: string, snapshotId: string
   } catch (e) {
     throw new UserError(`cannot create ${dest}: ${(e as Error).message}`);
   }
-  const helper = OsHelper.start();
+  let helper: OsHelper | null = null;
+  const os = (): OsHelper => (helper ??= OsHelper.start()); // (python3, only for FIFOs, devices and xattrs)
+  const owners = opts.owners ?? process.getuid?.() === 0;
+  let writer: FileWriter | null = null;
   try {
     const items: Item[] = [];
     const firstOfLink = new Map<number, Item>();
@@ -206,62 +209,63 @@ export async function pullSnapshot(store: Store, org: string, snapshotId: string
       objects.blockSource = pack;
     }
     const progress: PullProgress = { files: 0, filesTotal: files.length, bytes: 0, bytesTotal: files.reduce((n, i) => n + i.entry.size, 0) };
-    opts.onProgress?.({ ...progress });
-    await mapLimit(files, opts.parallelism ?? defaults.pull.parallelism, async (item) => {
-      // Most files are one block: fetched, then written with synchronous calls (microseconds each, where
-      // the promise API pays a thread-pool round trip per call). Larger ones stream block by block.
-      const whole = await singleBlockContent(objects, item.entry, item.rel);
-      if (whole !== undefined) {
-        writeWhole(item.abs, whole);
-        progress.bytes += whole.length;
-      } else {
-        const fh = await open(item.abs, WRITE_FLAGS, 0o600);
-        try {
-          for await (const data of fileContent(objects, item.entry, item.rel)) {
-            await fh.write(data, 0, data.length);
-            progress.bytes += data.length;
-          }
-        } finally {
-          await fh.close();
-        }
-      }
+    const fileDone = (bytes: number): void => {
+      progress.bytes += bytes;
       progress.files++;
       opts.onProgress?.({ ...progress });
+    };
+    opts.onProgress?.({ ...progress });
+    const restoreXattrs = opts.xattrs !== false;
+    writer = new FileWriter(fileDone);
+    const w = writer;
+    await mapLimit(files, opts.parallelism ?? defaults.pull.parallelism, async (item) => {
+      // Most files are one block: fetched, verified, then created, written and given their metadata on the
+      // thread pool in batches (filewriter.ts) while the next blocks come in. Larger ones stream block by block.
+      const whole = await singleBlockContent(objects, item.entry, item.rel);
+      if (whole !== undefined) {
+        // A file with xattrs gets its owner and mode after them (a read-only mode would refuse them; chown clears some).
+        item.metaDone = !(restoreXattrs && (item.entry.xattrs?.length ?? 0) > 0);
+        await w.write(item.abs, whole, item.metaDone ? metaOf(item.entry, owners) : undefined);
+        return;
+      }
+      const fh = await open(item.abs, WRITE_FLAGS, 0o600);
+      let bytes = 0;
+      try {
+        for await (const data of fileContent(objects, item.entry, item.rel)) {
+          await fh.write(data, 0, data.length);
+          bytes += data.length;
+        }
+      } finally {
+        await fh.close();
+      }
+      fileDone(bytes);
     });
+    await writer.drain();
 
     const first = items.filter((i) => !i.extraLink);
-    await helper.mkfifo(first.filter((i) => i.entry.kind === 'fifo').map((i) => ({ path: i.abs, mode: 0o600 })));
-    await helper.mknod(
-      first
-        .filter((i) => i.entry.kind === 'chardev' || i.entry.kind === 'blockdev')
-        .map((i) => ({ path: i.abs, mode: 0o600, kind: i.entry.kind as 'chardev' | 'blockdev', rdev: i.entry.rdev ?? 0 })),
-    );
+    const fifos = first.filter((i) => i.entry.kind === 'fifo');
+    if (fifos.length > 0) await os().mkfifo(fifos.map((i) => ({ path: i.abs, mode: 0o600 })));
+    const devices = first.filter((i) => i.entry.kind === 'chardev' || i.entry.kind === 'blockdev');
+    if (devices.length > 0) {
+      await os().mknod(devices.map((i) => ({ path: i.abs, mode: 0o600, kind: i.entry.kind as 'chardev' | 'blockdev', rdev: i.entry.rdev ?? 0 })));
+    }
     for (const i of items.filter((x) => x.extraLink)) {
       const target = firstOfLink.get(i.entry.link as number) as Item;
       await link(target.abs, i.abs);
     }
 
-    if (opts.xattrs !== false) {
+    if (restoreXattrs) {
       const xs = first.flatMap((i) => (i.entry.xattrs ?? []).map(([name, value]) => ({ path: i.abs, name, value })));
-      await helper.setXattrs(xs);
+      if (xs.length > 0) await os().setXattrs(xs);
     }
-    if (opts.owners ?? process.getuid?.() === 0) {
-      for (const i of first) lchownSync(i.abs, i.entry.uid, i.entry.gid);
-    }
-    const nonDirs = first.filter((i) => i.entry.kind !== 'dir');
-    for (const i of nonDirs) if (i.entry.kind !== 'symlink') chmodSync(i.abs, i.entry.mode);
-    await helper.utimes(nonDirs.map((i) => ({ path: i.abs, atimeNs: i.entry.mtimeNs, mtimeNs: i.entry.mtimeNs })));
+    // Owners (chown clears setuid bits, so before the mode), modes, then times: files first, then
+    // directories deepest first (creating an entry changes its directory's mtime), the root last.
+    await setMeta(first.filter((i) => i.entry.kind !== 'dir' && !i.metaDone).map((i) => ({ path: i.abs, meta: metaOf(i.entry, owners) })));
     const dirs = items.filter((i) => i.entry.kind === 'dir');
-    const maxDepth = dirs.reduce((m, d) => Math.max(m, d.depth), 0);
-    for (let depth = maxDepth; depth >= 1; depth--) {
-      const level = dirs.filter((d) => d.depth === depth);
-      for (const i of level) chmodSync(i.abs, i.entry.mode);
-      await helper.utimes(level.map((i) => ({ path: i.abs, atimeNs: i.entry.mtimeNs, mtimeNs: i.entry.mtimeNs })));
-    }
+    const deepestFirst = [...dirs].sort((a, b) => b.depth - a.depth);
+    await setMeta(deepestFirst.map((i) => ({ path: i.abs, meta: metaOf(i.entry, owners) })));
     const ra = snap.rootAttrs;
-    if (ra && (opts.owners ?? process.getuid?.() === 0)) await lchown(tmp, ra.uid, ra.gid);
-    await chmod(tmp, ra?.mode ?? 0o755);
-    if (ra) await helper.utimes([{ path: tmp, atimeNs: ra.mtimeNs, mtimeNs: ra.mtimeNs }]);
+    await setMeta([{ path: tmp, meta: ra ? { ...(owners ? { uid: ra.uid, gid: ra.gid } : {}), mode: ra.mode, mtimeNs: ra.mtimeNs } : { mode: 0o755 } }]);
 
     if (replaceEmpty) await rmdir(destAbs);
     await rename(tmp, destAbs);
@@ -276,9 +280,10 @@ export async function pullSnapshot(store: Store, org: string, snapshotId: string
       pushPack: packStats,
     };
   } catch (e) {
+    await writer?.settled();
     await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
     throw e;
   } finally {
-    await helper.close();
+    await (helper as OsHelper | null)?.close();
   }
 }

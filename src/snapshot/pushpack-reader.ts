@@ -253,15 +253,20 @@ export class PushPackReader {
     }
   }
 
-  /** Holds each wanted block found in `data` (which starts at data offset `at`) whose bytes match its hash. */
+  /**
+   * Holds each wanted block found in `data` (which starts at data offset `at`) whose bytes match its hash.
+   * A block one file takes is held as a view of `data` (no copy: the files take a range's blocks about
+   * together, and then the range is freed); a block several files take, or any before `setNeeds`, is
+   * copied, so that a late taker does not keep its whole range alive.
+   */
   private cut(data: Buffer, at: number, entries: readonly PushPackEntry[]): void {
     for (const e of entries) {
       if (!this.wanted(e.hash) || this.held.has(e.hash)) continue;
       const piece = data.subarray(e.offset - at, e.offset - at + e.length);
       if (piece.length !== e.length || hashBuffer(piece) !== e.hash) continue;
-      const copy = Buffer.from(piece);
-      this.held.set(e.hash, copy);
-      this.heldBytes += copy.length;
+      const block = this.needs?.get(e.hash) === 1 ? piece : Buffer.from(piece);
+      this.held.set(e.hash, block);
+      this.heldBytes += block.length;
     }
   }
 }

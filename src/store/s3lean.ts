@@ -33,6 +33,8 @@ const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b78
 /** As the SDK's request handler (s3.ts): a connection attempt and a whole request time out. */
 const CONNECT_TIMEOUT_MS = 5_000;
 const REQUEST_TIMEOUT_MS = 120_000;
+/** A GET answer longer than this is assembled as it arrives (`send`). */
+const LARGE_BODY = 256 * 1024;
 
 type Method = 'HEAD' | 'GET' | 'PUT' | 'POST' | 'DELETE';
 
@@ -189,9 +191,22 @@ export class LeanS3Store implements Store {
     const target = qs ? `${path}?${qs}` : path;
     return new Promise<Answer>((resolve, reject) => {
       const req = request({ protocol: this.endpoint.protocol, hostname: this.endpoint.hostname, port: this.endpoint.port, method, path: target, headers, agent: this.agent }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks) }));
+        const length = Number(res.headers['content-length']);
+        if (method === 'GET' && Number.isSafeInteger(length) && length > LARGE_BODY) {
+          // A large body is copied into its buffer as it arrives, so each socket read's buffer is free at
+          // once (and reused by the next read) instead of all of them living until a concat at the end.
+          const body = Buffer.allocUnsafe(length);
+          let at = 0;
+          res.on('data', (c: Buffer) => {
+            if (at + c.length <= length) c.copy(body, at);
+            at += c.length;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: at === length ? body : body.subarray(0, Math.min(at, length)) }));
+        } else {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks) }));
+        }
         res.on('error', reject);
       });
       const connect = setTimeout(() => req.destroy(Object.assign(new Error('connection timed out'), { code: 'ETIMEDOUT' })), CONNECT_TIMEOUT_MS);

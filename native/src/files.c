@@ -1,0 +1,256 @@
+/*
+ * homefs_files: many small files written, and many paths' metadata set, in one hand-off to a libuv
+ * thread-pool thread, for `homefs pull` (src/snapshot/filewriter.ts). Node's fs API costs one thread-pool
+ * round trip per call (open, write, chmod, utimes, close: five per file), or blocks the main thread with
+ * the synchronous calls; and it has no way to set a time to the nanosecond (fs.utimes takes a double).
+ *
+ *   writeFiles(paths, datas, meta) -> Promise<Int32Array>
+ *       For each i: open(paths[i], O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0600), write datas[i]
+ *       whole, then with the fd (when meta asks) fchown, fchmod, futimens (atime = mtime), close.
+ *   setMeta(paths, meta) -> Promise<Int32Array>
+ *       For each i, in order, never following a symlink: lchown, chmod, utimensat(AT_SYMLINK_NOFOLLOW)
+ *       (atime = mtime), each when meta asks. The caller never asks chmod of a symlink.
+ *
+ *   meta: Float64Array, 5 numbers per item: uid, gid (both -1: no chown), mode (-1: none), mtime seconds,
+ *   mtime nanoseconds (-1: no times).
+ *   The answer: 2 numbers per item: 0 or the errno of the first call that failed, and which call
+ *   (STEP_* below). An item that fails does not stop the others; a file whose write failed is closed and
+ *   left for the caller to remove (pull removes its whole temporary directory).
+ *
+ * Nothing here touches JS state off the main thread: paths are copied into C strings and the buffers'
+ * bytes are pinned by a reference to the `datas` array (the caller does not change it until the promise
+ * settles).
+ */
+#define _GNU_SOURCE
+#include <node_api.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { STEP_OPEN, STEP_WRITE, STEP_CHOWN, STEP_CHMOD, STEP_UTIMES, STEP_CLOSE };
+#define META 5
+
+typedef struct {
+  napi_async_work work;
+  napi_deferred deferred;
+  napi_ref datas_ref; /* NULL for setMeta */
+  uint32_t n;
+  char **paths;
+  const uint8_t **bytes;
+  size_t *lengths;
+  double *meta; /* copied: n * META */
+  int32_t *result; /* n * 2 */
+} job_t;
+
+static void job_free(napi_env env, job_t *j) {
+  if (j->paths) for (uint32_t i = 0; i < j->n; i++) free(j->paths[i]);
+  free(j->paths);
+  free(j->bytes);
+  free(j->lengths);
+  free(j->meta);
+  free(j->result);
+  if (j->datas_ref) napi_delete_reference(env, j->datas_ref);
+  free(j);
+}
+
+static void times_of(const double *m, struct timespec ts[2]) {
+  ts[0].tv_sec = ts[1].tv_sec = (time_t)m[3];
+  ts[0].tv_nsec = ts[1].tv_nsec = (long)m[4];
+}
+
+/* An id from meta: -1 is "leave as is" for chown. */
+static unsigned id_of(double v) { return v < 0 ? (unsigned)-1 : (unsigned)v; }
+
+static int write_all(int fd, const uint8_t *p, size_t len) {
+  while (len > 0) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    p += w;
+    len -= (size_t)w;
+  }
+  return 0;
+}
+
+static void fail(int32_t *r, int step) {
+  r[0] = errno ? errno : EIO;
+  r[1] = step;
+}
+
+static void exec_write(napi_env env, void *data) {
+  job_t *j = data;
+  for (uint32_t i = 0; i < j->n; i++) {
+    const double *m = j->meta + (size_t)i * META;
+    int32_t *r = j->result + (size_t)i * 2;
+    int fd = open(j->paths[i], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      fail(r, STEP_OPEN);
+      continue;
+    }
+    struct timespec ts[2];
+    if (write_all(fd, j->bytes[i], j->lengths[i]) < 0) fail(r, STEP_WRITE);
+    else if ((m[0] >= 0 || m[1] >= 0) && fchown(fd, id_of(m[0]), id_of(m[1])) < 0) fail(r, STEP_CHOWN);
+    else if (m[2] >= 0 && fchmod(fd, (mode_t)m[2]) < 0) fail(r, STEP_CHMOD);
+    else if (m[4] >= 0 && (times_of(m, ts), futimens(fd, ts) < 0)) fail(r, STEP_UTIMES);
+    if (close(fd) < 0 && r[0] == 0) fail(r, STEP_CLOSE);
+  }
+}
+
+static void exec_meta(napi_env env, void *data) {
+  job_t *j = data;
+  for (uint32_t i = 0; i < j->n; i++) {
+    const double *m = j->meta + (size_t)i * META;
+    int32_t *r = j->result + (size_t)i * 2;
+    struct timespec ts[2];
+    if ((m[0] >= 0 || m[1] >= 0) && lchown(j->paths[i], id_of(m[0]), id_of(m[1])) < 0) fail(r, STEP_CHOWN);
+    else if (m[2] >= 0 && chmod(j->paths[i], (mode_t)m[2]) < 0) fail(r, STEP_CHMOD);
+    else if (m[4] >= 0 && (times_of(m, ts), utimensat(AT_FDCWD, j->paths[i], ts, AT_SYMLINK_NOFOLLOW) < 0)) fail(r, STEP_UTIMES);
+  }
+}
+
+static void complete(napi_env env, napi_status status, void *data) {
+  job_t *j = data;
+  napi_value ab, arr;
+  void *raw;
+  size_t bytes = (size_t)j->n * 2 * sizeof(int32_t);
+  if (status == napi_ok && napi_create_arraybuffer(env, bytes, &raw, &ab) == napi_ok &&
+      napi_create_typedarray(env, napi_int32_array, (size_t)j->n * 2, ab, 0, &arr) == napi_ok) {
+    if (bytes) memcpy(raw, j->result, bytes);
+    napi_resolve_deferred(env, j->deferred, arr);
+  } else {
+    napi_value msg, err;
+    napi_create_string_utf8(env, "homefs_files: the batch did not run", NAPI_AUTO_LENGTH, &msg);
+    napi_create_error(env, NULL, msg, &err);
+    napi_reject_deferred(env, j->deferred, err);
+  }
+  napi_delete_async_work(env, j->work);
+  job_free(env, j);
+}
+
+/* Reads the arguments shared by both calls into a new job (NULL and a pending TypeError on bad input). */
+static job_t *job_new(napi_env env, napi_value paths, napi_value meta) {
+  uint32_t n;
+  bool is_array;
+  napi_typedarray_type type;
+  size_t mlen;
+  void *mdata;
+  if (napi_is_array(env, paths, &is_array) != napi_ok || !is_array || napi_get_array_length(env, paths, &n) != napi_ok ||
+      napi_get_typedarray_info(env, meta, &type, &mlen, &mdata, NULL, NULL) != napi_ok || type != napi_float64_array ||
+      mlen != (size_t)n * META) {
+    napi_throw_type_error(env, NULL, "expected (paths: string[], ..., meta: Float64Array of 5 per path)");
+    return NULL;
+  }
+  job_t *j = calloc(1, sizeof *j);
+  if (!j) goto oom;
+  j->n = n;
+  j->paths = calloc(n ? n : 1, sizeof *j->paths);
+  j->meta = malloc((n ? n : 1) * META * sizeof(double));
+  j->result = calloc((size_t)(n ? n : 1) * 2, sizeof(int32_t));
+  if (!j->paths || !j->meta || !j->result) goto oom;
+  memcpy(j->meta, mdata, (size_t)n * META * sizeof(double));
+  for (uint32_t i = 0; i < n; i++) {
+    napi_value v;
+    size_t len;
+    if (napi_get_element(env, paths, i, &v) != napi_ok || napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) {
+      job_free(env, j);
+      napi_throw_type_error(env, NULL, "paths must be strings");
+      return NULL;
+    }
+    j->paths[i] = malloc(len + 1);
+    if (!j->paths[i]) goto oom;
+    napi_get_value_string_utf8(env, v, j->paths[i], len + 1, &len);
+  }
+  return j;
+oom:
+  if (j) job_free(env, j);
+  napi_throw_error(env, NULL, "homefs_files: out of memory");
+  return NULL;
+}
+
+static napi_value start(napi_env env, job_t *j, napi_async_execute_callback exec, const char *name) {
+  napi_value promise, resource_name;
+  napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &resource_name);
+  if (napi_create_promise(env, &j->deferred, &promise) != napi_ok ||
+      napi_create_async_work(env, NULL, resource_name, exec, complete, j, &j->work) != napi_ok ||
+      napi_queue_async_work(env, j->work) != napi_ok) {
+    job_free(env, j);
+    napi_throw_error(env, NULL, "homefs_files: cannot queue the batch");
+    return NULL;
+  }
+  return promise;
+}
+
+static napi_value write_files(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 3) {
+    napi_throw_type_error(env, NULL, "writeFiles(paths, datas, meta)");
+    return NULL;
+  }
+  job_t *j = job_new(env, argv[0], argv[2]);
+  if (!j) return NULL;
+  uint32_t nd;
+  bool is_array;
+  if (napi_is_array(env, argv[1], &is_array) != napi_ok || !is_array || napi_get_array_length(env, argv[1], &nd) != napi_ok || nd != j->n) {
+    job_free(env, j);
+    napi_throw_type_error(env, NULL, "datas must be an array of Buffers, one per path");
+    return NULL;
+  }
+  j->bytes = calloc(j->n ? j->n : 1, sizeof *j->bytes);
+  j->lengths = calloc(j->n ? j->n : 1, sizeof *j->lengths);
+  if (!j->bytes || !j->lengths) {
+    job_free(env, j);
+    napi_throw_error(env, NULL, "homefs_files: out of memory");
+    return NULL;
+  }
+  for (uint32_t i = 0; i < j->n; i++) {
+    napi_value v;
+    void *p;
+    size_t len;
+    bool is_buffer = false;
+    if (napi_get_element(env, argv[1], i, &v) != napi_ok || napi_is_buffer(env, v, &is_buffer) != napi_ok || !is_buffer ||
+        napi_get_buffer_info(env, v, &p, &len) != napi_ok) {
+      job_free(env, j);
+      napi_throw_type_error(env, NULL, "datas must be Buffers");
+      return NULL;
+    }
+    j->bytes[i] = p;
+    j->lengths[i] = len;
+  }
+  if (napi_create_reference(env, argv[1], 1, &j->datas_ref) != napi_ok) {
+    job_free(env, j);
+    napi_throw_error(env, NULL, "homefs_files: cannot pin the buffers");
+    return NULL;
+  }
+  return start(env, j, exec_write, "homefs.writeFiles");
+}
+
+static napi_value set_meta(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 2) {
+    napi_throw_type_error(env, NULL, "setMeta(paths, meta)");
+    return NULL;
+  }
+  job_t *j = job_new(env, argv[0], argv[1]);
+  if (!j) return NULL;
+  return start(env, j, exec_meta, "homefs.setMeta");
+}
+
+static napi_value init(napi_env env, napi_value exports) {
+  napi_property_descriptor props[] = {
+    { "writeFiles", NULL, write_files, NULL, NULL, NULL, napi_default, NULL },
+    { "setMeta", NULL, set_meta, NULL, NULL, NULL, napi_default, NULL },
+  };
+  if (napi_define_properties(env, exports, 2, props) != napi_ok) return NULL;
+  return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, init)
