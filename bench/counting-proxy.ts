@@ -1,21 +1,12 @@
 /**
-
  * The latency proxy of `bench/run --rtt` (bench/lib/latencyproxy.ts) as a process for shell benchmarks:
  * prints the port it listens on, and on SIGUSR1 writes the requests since the last SIGUSR1, by method, as
  * one JSON line to `<countsFile>` (bench/pushpull-ab.sh: the store requests of each step).
  *
  *   node dist/bench/counting-proxy.js <upstreamHost:port> <delayMs> <countsFile>
-
- * bench/lib/latencyproxy.ts as a process, for shell benchmarks that need the store requests of each step
- * (bench/pull-ab.sh): listens on a free loopback port, prints it, and on SIGUSR1 writes the number of HTTP
- * requests seen so far, with a count per method, to <countFile> as one JSON line.
- *
- *   node dist/bench/counting-proxy.js <upstreamHost:port> <delayMs> <countFile>
-
  */
 import { writeFileSync } from 'node:fs';
 import { LatencyProxy } from './lib/latencyproxy.js';
-
 
 const [target, delay, countsFile] = process.argv.slice(2);
 const [host, port] = (target ?? '').split(':');
@@ -34,20 +25,3 @@ process.on('SIGUSR1', () => {
 });
 process.on('SIGTERM', () => void proxy.stop().then(() => process.exit(0)));
 void proxy.start().then(() => console.log(proxy.port));
-
-const [target, delay, countFile] = process.argv.slice(2);
-const [host, port] = (target ?? '').split(':');
-if (!host || !port || delay === undefined || !countFile) {
-  console.error('usage: counting-proxy <upstreamHost:port> <delayMs> <countFile>');
-  process.exit(2);
-}
-const proxy = new LatencyProxy(host, Number(port), Number(delay));
-await proxy.start();
-process.on('SIGUSR1', () => {
-  const byMethod: Record<string, number> = {};
-  for (const s of proxy.spans) byMethod[s.method] = (byMethod[s.method] ?? 0) + 1;
-  writeFileSync(countFile, JSON.stringify({ requests: proxy.requests, ...byMethod }) + '\n');
-});
-process.on('SIGTERM', () => void proxy.stop().then(() => process.exit(0)));
-console.log(proxy.port);
-

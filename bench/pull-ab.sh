@@ -35,15 +35,15 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-count() { kill -USR1 "$proxy"; sleep 0.3; node -e "console.log(JSON.parse(require('fs').readFileSync('$work/count','utf8')).requests)"; }
+count() { kill -USR1 "$proxy"; sleep 0.3; node -e "console.log(JSON.parse(require('fs').readFileSync('$work/count','utf8')).total)"; }
 measure() { # label command...
   local label=$1 s0 l0 e u s m r0; shift
   sync; echo 3 > /proc/sys/vm/drop_caches
-  s0=$(srv); l0=$(cut -d' ' -f1 /proc/loadavg); r0=$(count)
+  s0=$(srv); l0=$(cut -d' ' -f1 /proc/loadavg); count >/dev/null # the proxy counts since its last report
   if ! /usr/bin/time -f "%e %U %S %M" -o "$work/time" "$@" > "$work/out" 2>&1; then echo "$label FAILED: $(tail -1 "$work/out")"; return; fi
   read -r e u s m < "$work/time"
   printf "%-22s wall %6.2f s  client CPU %6.2f s (user %5.2f sys %5.2f)  RSS %5d MB  server CPU %6.2f s  requests %5d  load %s\n" \
-    "$label" "$e" "$(echo "$u + $s" | bc)" "$u" "$s" "$((m / 1024))" "$(echo "($(srv) - $s0) / 100" | bc -l)" "$(( $(count) - r0 ))" "$l0"
+    "$label" "$e" "$(echo "$u + $s" | bc)" "$u" "$s" "$((m / 1024))" "$(echo "($(srv) - $s0) / 100" | bc -l)" "$(count)" "$l0"
 }
 direct="s3://$bucket/$p?endpoint=http://$up&region=us-east-1&pathStyle=true"
 export RESTIC_PASSWORD=bench RESTIC_CACHE_DIR=$work/rc1
