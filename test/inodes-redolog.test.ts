@@ -189,3 +189,32 @@ test('reads see changes that are only in the log: a removed inode, its dirents, 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a directory whose number comes back before a checkpoint does not see its old entries again', async () => {
+  const dir = scratch();
+  const j = new Journal(join(dir, 'journal'));
+  try {
+    j.put(file(1, { kind: 'dir', parents: [] }));
+    j.put(file(20, { kind: 'dir' }));
+    j.setChild(1, 'd', 20);
+    j.put(file(21, { parents: [20] }));
+    j.setChild(20, 'x', 21);
+    j.checkpoint(); // d/x in LMDB
+    j.removeChild(20, 'x');
+    j.remove(21);
+    j.removeChild(1, 'd');
+    j.remove(20);
+    j.commit(); // the removals in the log only
+    j.put(file(20, { kind: 'dir' })); // the same number again (a derived one: the same parent and name)
+    j.setChild(1, 'd', 20);
+    j.put(file(22, { parents: [20] }));
+    j.setChild(20, 'y', 22);
+    j.commit();
+    assert.deepEqual([...j.children(20)], [['y', 22]], 'x was removed; only the new entry is there');
+    j.checkpoint();
+    assert.deepEqual([...j.children(20)], [['y', 22]]);
+  } finally {
+    await j.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -114,6 +114,8 @@ export class Journal {
   private checkpointError: unknown;
   /** Overlays of what is queued or only in the log, for reads that do not go through the in-memory records. */
   private readonly goneInos = new Set<number>();
+  /** Inodes removed and written again since the last checkpoint: LMDB may still hold their old dirents. */
+  private readonly reborn = new Set<number>();
   private readonly queuedLinks = new Map<number, number>();
   private readonly queuedMeta = new Map<string, unknown>();
   private scheduled = false;
@@ -331,6 +333,7 @@ export class Journal {
     this.logged.clear();
     if (this.queued.size === 0 && !keepOverlays) {
       this.goneInos.clear();
+      this.reborn.clear();
       this.queuedLinks.clear();
       this.queuedMeta.clear();
     }
@@ -352,7 +355,7 @@ export class Journal {
   put(inode: Inode): void {
     if (inode.xattrs !== undefined && inode.xattrs.length > 0) this.xattrsMayExist(inode.ino);
     this.inodes.set(inode.ino, inode);
-    this.goneInos.delete(inode.ino);
+    if (this.goneInos.delete(inode.ino)) this.reborn.add(inode.ino);
     this.queue(INODES, inode.ino, inode);
   }
 
@@ -447,6 +450,15 @@ export class Journal {
     for (const { key, value } of this.direntsDb.getRange({ start: [parent, ''], end: [parent + 1, ''] })) {
       const k = key as [number, string];
       if (k[0] === parent) m.set(k[1], value);
+    }
+    // A directory whose number came back: its old entries' removals may be only in the log or the queue.
+    if (this.reborn.has(parent)) {
+      for (const w of [...this.logged.values(), ...this.queued.values()]) {
+        const k = w.key as [number, string];
+        if (w.table !== DIRENTS || k[0] !== parent) continue;
+        if (w.value === undefined) m.delete(k[1]);
+        else m.set(k[1], w.value as number);
+      }
     }
     this.dirs.set(parent, m);
     return m;
