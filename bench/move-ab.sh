@@ -20,7 +20,8 @@
 # `node -e "import('./dist/bench/lib/agenthome.js').then((m) => m.agentHome(process.argv[1], 1, 'agent0'))" DIR`).
 set -u
 cd "$(dirname "$0")/.."
-# SHARED=1: the shared test Ceph instead (started if need be, never stopped here).
+# SHARED=1: the shared test Ceph instead (started if need be, never stopped here; the prefix test-moveab-PID
+# stays in its bucket, which holds objects in RAM: remove it afterwards with `rclone purge`, as bench/lib/rttrun.ts does).
 if [ "${SHARED:-0}" = 1 ]; then
   eval "$(test/support/ceph.sh status 2>/dev/null || test/support/ceph.sh start 2>/dev/null)" || { echo "no test Ceph"; exit 1; }
 else
