@@ -20,8 +20,14 @@
 # `node -e "import('./dist/bench/lib/agenthome.js').then((m) => m.agentHome(process.argv[1], 1, 'agent0'))" DIR`).
 set -u
 cd "$(dirname "$0")/.."
-export HOMEFS_CEPH_DIR=${HOMEFS_CEPH_DIR:-/var/tmp/moveab-ceph}
-eval "$(test/support/ceph.sh start 2>/dev/null)" || { echo "cannot start the private test Ceph"; exit 1; }
+# SHARED=1: the shared test Ceph instead (started if need be, never stopped here; the prefix test-moveab-PID
+# stays in its bucket, which holds objects in RAM: remove it afterwards with `rclone purge`, as bench/lib/rttrun.ts does).
+if [ "${SHARED:-0}" = 1 ]; then
+  eval "$(test/support/ceph.sh status 2>/dev/null || test/support/ceph.sh start 2>/dev/null)" || { echo "no test Ceph"; exit 1; }
+else
+  export HOMEFS_CEPH_DIR=${HOMEFS_CEPH_DIR:-/var/tmp/moveab-ceph}
+  eval "$(test/support/ceph.sh start 2>/dev/null)" || { echo "cannot start the private test Ceph"; exit 1; }
+fi
 S3=$HOMEFS_TEST_S3_URL
 port=$(echo "$S3" | sed -E 's/.*endpoint=http:\/\/127.0.0.1:([0-9]+).*/\1/')
 DIRECT=$(echo "$S3" | sed -E "s#(s3://[^/]+/[^?]*)#\1-moveab-$$#")
@@ -36,7 +42,7 @@ cleanup() {
   local m
   for m in $(awk '$2 ~ /^\/var\/tmp\/moveab-/ && $3 ~ /^fuse/ { print $2 }' /proc/mounts); do fusermount3 -u "$m" 2>/dev/null || true; done
   [ -n "$PX" ] && kill -INT "$PX" 2>/dev/null
-  test/support/ceph.sh stop >/dev/null 2>&1
+  [ "${SHARED:-0}" = 1 ] || test/support/ceph.sh stop >/dev/null 2>&1
 }
 trap cleanup EXIT
 
