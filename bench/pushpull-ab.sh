@@ -41,7 +41,8 @@ measure() { # label command...
   printf "%-22s wall %6.2f s  client CPU %6.2f s  RSS %5d MB  server CPU %6.2f s  load %s  requests %s\n" "$label" "$e" "$(echo "$u + $s" | bc)" "$((m / 1024))" "$(echo "($(srv) - $s0) / 100" | bc -l)" "$l0" "$(cat "$work/counts")"
 }
 for rtt in "${rtts[@]}"; do
-  node dist/bench/counting-proxy.js "$up" "$rtt" "$work/counts" > "$work/port" & proxy=$!; sleep 1
+  node dist/bench/counting-proxy.js "$up" "$rtt" "$work/counts" > "$work/port" & proxy=$!
+  for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
   port=$(cat "$work/port")
   for v in ${ONLY:-before after restic}; do
     p=pushpull-ab-$v-$rtt-$$
