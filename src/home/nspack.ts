@@ -15,7 +15,6 @@ import { nsPackIndexLength, NSPACK_HEADER, NSPACK_ROOT, readNsPack, storeNsPack 
 import { nsPackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { FormatError, errorMessage } from '../util/errors.js';
-import { backgroundSlicer } from '../util/slicer.js';
 
 /** The part of the block cache the pack uses (BlockCache's public API). */
 export interface NsCache {
@@ -99,7 +98,7 @@ export class NsPack {
           r.rejected++;
           if (err !== undefined) this.log.debug({ op: 'nspack.load', hash, err: errorMessage(err) }, 'namespace pack range failed; the walk fetches its trees');
         },
-      }, { ...this.opts, pause: () => backgroundSlicer.pause() }, `namespace pack of ${this.org}/${this.home}`); // a slice at a time: FUSE requests go first
+      }, this.opts, `namespace pack of ${this.org}/${this.home}`); // not sliced: a lookup that came first would fetch its tree alone (docs/decisions.md)
     } catch (e) {
       if (!(e instanceof FormatError)) throw e;
       this.log.warn({ op: 'nspack.load', err: e.message }, 'namespace pack ignored');
