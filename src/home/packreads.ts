@@ -151,7 +151,7 @@ export class PackReads {
     const max = this.opts.aheadWindows ?? 0;
     while (this.aheadInFlight < max) {
       let next = Math.max(this.frontier, at + 1);
-      while (next < this.entries.length && this.covered(next)) next++;
+      while (next < this.entries.length && this.covered(next) && this.span(at, next) < this.opts.windowBytes * max) next++; // bounded: a re-read run is mostly covered
       this.frontier = next;
       if (next >= this.entries.length || this.span(at, next) >= this.opts.windowBytes * max) return;
       if (this.heldTotal + this.opts.windowBytes * (this.aheadInFlight + 1) > this.opts.heldBytes) return;
