@@ -207,7 +207,7 @@ export interface NsPackSink {
 export async function readNsPack(
   get: (offset: number, length: number) => Promise<Buffer>,
   sink: NsPackSink,
-  opts: { rangeBytes: number; rangeParallelism: number; pause?: () => Promise<void> },
+  opts: { rangeBytes: number; rangeParallelism: number },
   what = 'namespace pack',
 ): Promise<NsPackIndex | null> {
   let head: Buffer;
@@ -224,14 +224,8 @@ export async function readNsPack(
   const wanted = index.slices.filter((s) => sink.wants(s.entry.hash));
   // Trees wholly inside what the first GET returned are cut out of it; the rest come in ranged GETs.
   const inHead = head.length - index.dataStart;
-  const inFirst = wanted.filter((s) => s.offset + s.entry.size <= inHead);
-  if (opts.pause) {
-    for (const s of inFirst) {
-      await opts.pause();
-      cutSlices(head.subarray(index.dataStart), 0, [s], slices);
-    }
-  } else cutSlices(head.subarray(index.dataStart), 0, inFirst, slices);
+  cutSlices(head.subarray(index.dataStart), 0, wanted.filter((s) => s.offset + s.entry.size <= inHead), slices);
   const rest = wanted.filter((s) => s.offset + s.entry.size > inHead);
-  await fetchPackSlices(get, rest, { base: index.dataStart, rangeBytes: opts.rangeBytes, parallelism: opts.rangeParallelism, ...(opts.pause ? { pause: opts.pause } : {}) }, slices);
+  await fetchPackSlices(get, rest, { base: index.dataStart, rangeBytes: opts.rangeBytes, parallelism: opts.rangeParallelism }, slices);
   return index;
 }
