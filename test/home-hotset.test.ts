@@ -129,3 +129,72 @@ test('no record, or one that does not decode: the warm-up does nothing and does 
   assert.equal(r.done, true);
   assert.deepEqual([cache.puts.length, cache.prefetched.length], [0, 0]);
 });
+
+/** A MemoryStore that lists the reads made of it. */
+class CountingReads extends MemoryStore {
+  readonly reads: string[] = [];
+  override async get(key: string): Promise<Buffer> {
+    this.reads.push(`get ${key}`);
+    return super.get(key);
+  }
+  override async getRange(key: string, offset: number, length: number): Promise<Buffer> {
+    this.reads.push(`range ${key} ${offset}:${length}`);
+    return (await super.get(key)).subarray(offset, offset + length); // (not MemoryStore's getRange, which calls get)
+  }
+}
+
+test('prime asks for the record and, once the cache is ready, the pack ranges; the warm-up then asks for nothing more', async () => {
+  const store = new CountingReads();
+  const src = new FakeCache();
+  const objs = ['a', 'b', 'c'].map((t) => obj(t, 100));
+  const big = obj('big', defaults.hotset.packObjectMax + 1);
+  const rec = new HotSet(store, 'acme', 'a', src, log, Infinity);
+  for (const o of [...objs, big]) {
+    src.objects.set(`block/${o.hash}`, o.data);
+    rec.record('block', o.hash, o.data.length);
+  }
+  await rec.save(null, true);
+  store.reads.length = 0;
+
+  const cache = new FakeCache();
+  const b = objs[1];
+  if (b) cache.objects.set(`block/${b.hash}`, b.data); // cached before the plan: its slice is not asked for
+  let ready: () => void = () => undefined;
+  const hot = new HotSet(store, 'acme', 'a', cache, log, Infinity, { ...defaults.hotset, packRangeBytes: 150 });
+  hot.prime(new Promise<void>((resolve) => {
+    ready = resolve;
+  }));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(store.reads, [`get ${hotsetKey('acme', 'a')}`], 'the record at once; no range before the cache is ready');
+  ready();
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  const pack = wakePackKey('acme', 'a');
+  assert.deepEqual(store.reads.slice(1), [`range ${pack} 0:101`, `range ${pack} 202:101`], 'one range per run of wanted slices');
+  const r = await hot.warmUp();
+  assert.equal(store.reads.length, 3, 'the warm-up took the primed reads and asked for nothing more');
+  assert.equal(r.record, true);
+  assert.equal(r.entries, 4);
+  assert.equal(r.cached, 1);
+  assert.equal(r.fromPack, 2);
+  assert.deepEqual(cache.puts, [objs[0], objs[2]].map((o) => `block/${o?.hash}`));
+  assert.deepEqual(cache.prefetched, [`block/${big.hash}`]);
+});
+
+test('a plan that fails (the cache did not open) is a warm-up failure: logged, the wake colder, nothing thrown', async () => {
+  const store = new CountingReads();
+  const src = new FakeCache();
+  const a = obj('a');
+  src.objects.set(`block/${a.hash}`, a.data);
+  const rec = new HotSet(store, 'acme', 'a', src, log, Infinity);
+  rec.record('block', a.hash, a.data.length);
+  await rec.save(null, true);
+  store.reads.length = 0;
+  const cache = new FakeCache();
+  const hot = new HotSet(store, 'acme', 'a', cache, log, Infinity);
+  hot.prime(Promise.reject(new Error('the cache did not open')));
+  const r = await hot.warmUp();
+  assert.equal(r.done, true);
+  assert.equal(r.record, false);
+  assert.deepEqual(store.reads, [`get ${hotsetKey('acme', 'a')}`], 'the record was read once, by prime, and no range');
+  assert.deepEqual(cache.puts, []);
+});
