@@ -113,6 +113,8 @@ export class MountedHome {
   private session: Session | undefined;
   private sleeping: Promise<SealResult | null> | undefined;
   private walk: TreeWalk | undefined;
+  /** The namespace pack, on a store over the network (null on local disk, where a round trip is free). */
+  private readonly nsPack: NsPack | null;
   /** Cold reads from the push pack (set by wake; null on a local store). */
   packReads: PackReads | null = null;
   private readonly capacity: Capacity;
@@ -165,8 +167,6 @@ export class MountedHome {
     private readonly objects: ObjectStore,
     private readonly cache: BlockCache,
     private readonly hot: HotSet,
-    /** The namespace pack, on a store over the network (null on local disk, where a round trip is free). */
-    private readonly nsPack: NsPack | null,
     private readonly journal: Journal,
     private readonly upper: UpperFiles,
     private readonly content: Content,
@@ -182,6 +182,7 @@ export class MountedHome {
     hooks.metrics.bindDirtyBytes(() => dirtyTotals(journal).bytes);
     this.lastSnapshot = journal.base().snapshot;
     this.gcFence = { gc: new GcFence(store, cfg.org), observed: null };
+    this.nsPack = isRemote(store.url) && !cfg.readOnly ? new NsPack(store, cfg.org, cfg.home, cache, log) : null;
     // Trees a seal writes go to the cache too, so the sleep's namespace pack need not fetch them back.
     if (this.nsPack) objects.memo = { add: (hash, data) => void cache.put('meta', hash, data).catch(() => undefined) };
   }
@@ -221,11 +222,6 @@ export class MountedHome {
       const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log, ...(packReads ? { pack: packReads } : {}) });
       const cacheReady = cache.init().then(() => void undo.push(() => cache.close()));
       const hot = new HotSet(store, cfg.org, cfg.home, cache, log, cfg.cacheBytes / 2);
-      const nsPack = isRemote(store.url) && !cfg.readOnly ? new NsPack(store, cfg.org, cfg.home, cache, log) : null;
-      // The hot set's record and wake pack, and the namespace pack's first range, are read while the lease and
-      // the base take their round trips; the warm-up and the walk after the mount find them arrived.
-      if (isRemote(store.url)) hot.prime(cacheReady);
-      nsPack?.primeHead();
       const blocks = {
         read: async (h: string, off: number, len: number) => {
           const data = await cache.read(h, off, len);
@@ -312,7 +308,7 @@ export class MountedHome {
       view.onReclaim = (node) => void content.reclaim(node).catch((e: unknown) => log.warn({ op: 'reclaim', ino: node.ino, err: errorMessage(e) }, 'cannot remove the upper file of a deleted file'));
       const ra = choice.rootAttrs;
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
-      const h = new MountedHome(cfg, paths, log, store, objects, cache, hot, nsPack, journal, upper, content, view, lease, unlock, hooks);
+      const h = new MountedHome(cfg, paths, log, store, objects, cache, hot, journal, upper, content, view, lease, unlock, hooks);
       h.packReads = packReads;
       h.logState = cfg.fsync === 'store' && choice.log ? { ...choice.log, chain: newChain(choice.log.nextSeq) } : null;
       if (!cfg.readOnly && defaults.presealBlocks) h.startPreseal();

@@ -15,7 +15,7 @@
  */
 import type { Logger } from 'pino';
 import { defaults } from '../config.js';
-import { decodeHotSet, encodeHotSet, fetchPackSlices, packLayout, packRanges, type HotEntry, type HotKind, type HotSetRecord, type PackSlice } from '../snapshot/hotset.js';
+import { decodeHotSet, encodeHotSet, fetchPackSlices, packLayout, type HotEntry, type HotKind, type HotSetRecord } from '../snapshot/hotset.js';
 import { hotsetKey, wakePackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { FormatError, NotFoundError, errorMessage } from '../util/errors.js';
@@ -52,19 +52,6 @@ export interface WarmReport {
   ms: number;
 }
 
-/** What a warm-up brings in (HotSet.plan). */
-interface WarmPlan {
-  /** The record, cut to the warm-up's byte budget; its entry count before the cut; its size. */
-  rec: HotSetRecord;
-  entries: number;
-  recordBytes: number;
-  /** Packed objects already cached when the plan was made, and the pack slices still wanted. */
-  cached: number;
-  slices: PackSlice[];
-  /** Ranged GETs of the pack started early, by `${offset}:${length}`, taken once by the warm-up. */
-  ranges: Map<string, Promise<Buffer>>;
-}
-
 export class HotSet {
   private readonly seen = new Map<string, HotEntry>();
   private bytes = 0;
@@ -73,8 +60,6 @@ export class HotSet {
   private packSaved = false;
   private lastSaveAt = 0;
   warm: WarmReport | null = null;
-  /** The warm-up's reads started by `prime`, not yet taken by `warmUp`. */
-  private early: Promise<WarmPlan | null> | undefined;
 
   constructor(
     private readonly store: Store,
@@ -161,66 +146,28 @@ export class HotSet {
     return r;
   }
 
-  /**
-   * Starts the warm-up's reads while the mount is still being set up (its lease and base take several
-   * store round trips): the record, then, once `ready` (the block cache has opened) says which objects are
-   * cached, the wake pack's first ranges. `warmUp` then finds them arrived or on the way. Never throws.
-   */
-  prime(ready: Promise<unknown>): void {
-    this.early = this.plan(ready);
-    this.early.catch(() => undefined); // (awaited by warmUp)
-  }
-
-  /** The record, what of it to bring in, and the pack ranges already asked for (null: no usable record). */
-  private async plan(ready: Promise<unknown>): Promise<WarmPlan | null> {
+  private async warmInto(r: WarmReport, t0: number): Promise<void> {
     let buf: Buffer;
     try {
       buf = await this.store.get(hotsetKey(this.org, this.home));
     } catch (e) {
-      if (e instanceof NotFoundError) return null;
+      if (e instanceof NotFoundError) return;
       throw e;
     }
+    r.bytesFetched += buf.length;
     let rec: HotSetRecord;
     try {
       rec = decodeHotSet(buf, `hot-set record of ${this.org}/${this.home}`);
     } catch (e) {
       if (!(e instanceof FormatError)) throw e;
       this.log.warn({ op: 'hotset.warm', err: e.message }, 'hot set record ignored');
-      return null;
+      return;
     }
-    const entries = rec.entries.length;
+    r.record = true;
+    r.entries = rec.entries.length;
     let budget = this.warmBytes;
     const kept = rec.entries.findIndex((e) => (budget -= e.size) < 0);
     if (kept >= 0) rec = { ...rec, entries: rec.entries.slice(0, kept) };
-    await ready;
-    const plan: WarmPlan = { rec, entries, recordBytes: buf.length, cached: 0, slices: [], ranges: new Map() };
-    plan.slices = packLayout(rec).filter((s) => {
-      if (!this.cache.has(s.entry.kind, s.entry.hash)) return true;
-      plan.cached++;
-      return false;
-    });
-    const key = wakePackKey(this.org, this.home);
-    for (const range of packRanges(plan.slices, this.opts.packRangeBytes).slice(0, this.opts.packParallelism)) {
-      const first = range[0];
-      const last = range[range.length - 1];
-      if (!first || !last) continue;
-      const length = last.offset + last.entry.size - first.offset;
-      const got = this.store.getRange(key, first.offset, length);
-      got.catch(() => undefined); // (awaited when the warm-up cuts the range, which then sees the error)
-      plan.ranges.set(`${first.offset}:${length}`, got);
-    }
-    return plan;
-  }
-
-  private async warmInto(r: WarmReport, t0: number): Promise<void> {
-    const early = this.early;
-    this.early = undefined;
-    const plan = await (early ?? this.plan(Promise.resolve()));
-    if (!plan) return;
-    r.bytesFetched += plan.recordBytes;
-    r.record = true;
-    r.entries = plan.entries;
-    r.cached += plan.cached;
     const want = (e: HotEntry): boolean => {
       if (this.cache.has(e.kind, e.hash)) {
         r.cached++;
@@ -228,17 +175,16 @@ export class HotSet {
       }
       return true;
     };
+    const slices = packLayout(rec).filter((s) => want(s.entry));
     // Unpacked objects go to prefetch at once, in record order; the pack's ranges are fetched meanwhile.
-    this.prefetchInOrder(plan.rec.entries.filter((e) => !e.packed && want(e)), r);
+    this.prefetchInOrder(rec.entries.filter((e) => !e.packed && want(e)), r);
     const rejected: HotEntry[] = [];
     const key = wakePackKey(this.org, this.home);
     await fetchPackSlices(async (offset, length) => {
-      const asked = plan.ranges.get(`${offset}:${length}`);
-      plan.ranges.delete(`${offset}:${length}`);
-      const data = await (asked ?? this.store.getRange(key, offset, length));
+      const data = await this.store.getRange(key, offset, length);
       r.bytesFetched += data.length;
       return data;
-    }, plan.slices, { rangeBytes: this.opts.packRangeBytes, parallelism: this.opts.packParallelism, pause: () => backgroundSlicer.pause() }, {
+    }, slices, { rangeBytes: this.opts.packRangeBytes, parallelism: this.opts.packParallelism, pause: () => backgroundSlicer.pause() }, {
       wants: (entry) => {
         if (!this.cache.has(entry.kind, entry.hash)) return true;
         r.cached++; // a read fetched it while its range was on the way

@@ -48,8 +48,6 @@ export class NsPack {
   /** The root of the pack found at wake (null: none, or not read). */
   private loadedRoot: string | null = null;
   report: NsLoadReport | null = null;
-  /** The pack's first range, asked for by `primeHead` and not yet taken by `load`. */
-  private head: Promise<Buffer> | undefined;
 
   constructor(
     private readonly store: Store,
@@ -59,15 +57,6 @@ export class NsPack {
     private readonly log: Logger,
     private readonly opts: NsPackOptions = defaults.nsPack,
   ) {}
-
-  /**
-   * Asks for the pack's first range (its header, index and first trees) while the mount is still being set
-   * up; `load` takes it instead of asking again. Never throws.
-   */
-  primeHead(): void {
-    this.head = this.store.getRange(nsPackKey(this.org, this.home), 0, this.opts.rangeBytes);
-    this.head.catch(() => undefined); // (awaited by load, which sees the error)
-  }
 
   /** Brings the pack's trees into the cache. Never throws. */
   async load(root: string): Promise<NsLoadReport> {
@@ -87,9 +76,7 @@ export class NsPack {
 
   private async range(offset: number, length: number, r: NsLoadReport): Promise<Buffer> {
     r.requests++;
-    const early = offset === 0 && length === this.opts.rangeBytes ? this.head : undefined;
-    if (early) this.head = undefined;
-    const data = await (early ?? this.store.getRange(nsPackKey(this.org, this.home), offset, length));
+    const data = await this.store.getRange(nsPackKey(this.org, this.home), offset, length);
     r.bytesFetched += data.length;
     return data;
   }
