@@ -196,6 +196,11 @@ export const defaults = {
     /** A wake fetches the pack in ranged GETs of about this size, this many at once. */
     packRangeBytes: 4 * 1024 * 1024,
     packParallelism: 16,
+    /**
+     * The first range is smaller: it holds the objects the last session read first (a notes file, the trees
+     * above it), and a small range arrives in about one round trip while the larger ones still stream.
+     */
+    packFirstRangeBytes: 256 * 1024,
     /** A mount rewrites the record after a seal at most this often (and always at sleep). */
     recordIntervalMs: 60_000,
   },

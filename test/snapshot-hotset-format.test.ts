@@ -35,6 +35,8 @@ test('wakepack-v1.bin: each packed entry of the record is found at its offset an
   assert.equal(pack.subarray(8).toString(), 'needle\n');
   assert.deepEqual(packRanges(slices, 8).map((g) => g.length), [1, 1], 'a range never splits an entry');
   assert.deepEqual(packRanges(slices, 1 << 20).map((g) => g.length), [2]);
+  assert.deepEqual(packRanges(slices, 1 << 20, 8).map((g) => g.length), [1, 1], 'the first range holds about firstBytes');
+  assert.deepEqual(packRanges([...slices, ...slices.map((s) => ({ ...s, offset: s.offset + 15 }))], 16, 8).map((g) => g.length), [1, 2, 1], 'later ranges hold about rangeBytes');
   assert.deepEqual(packRanges([slices[0], slices[1]].filter((s) => s !== undefined).map((s, i) => (i === 1 ? { ...s, offset: 100 } : s)), 1 << 20).map((g) => g.length), [1, 1], 'a gap starts a new range');
 });
 

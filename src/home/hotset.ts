@@ -184,7 +184,7 @@ export class HotSet {
       const data = await this.store.getRange(key, offset, length);
       r.bytesFetched += data.length;
       return data;
-    }, slices, { rangeBytes: this.opts.packRangeBytes, parallelism: this.opts.packParallelism, pause: () => backgroundSlicer.pause() }, {
+    }, slices, { rangeBytes: this.opts.packRangeBytes, firstRangeBytes: this.opts.packFirstRangeBytes, parallelism: this.opts.packParallelism, pause: () => backgroundSlicer.pause() }, {
       wants: (entry) => {
         if (!this.cache.has(entry.kind, entry.hash)) return true;
         r.cached++; // a read fetched it while its range was on the way

@@ -129,15 +129,16 @@ export function packLayout(r: HotSetRecord): PackSlice[] {
 
 /**
  * Slices (in pack order, some possibly left out) grouped into contiguous ranges of about `rangeBytes` (an
- * entry is never split, a gap starts a new range), each fetched with one ranged GET.
+ * entry is never split, a gap starts a new range), each fetched with one ranged GET. The first range holds
+ * about `firstBytes`: a small one arrives in about one round trip, while the larger ones still stream.
  */
-export function packRanges(slices: readonly PackSlice[], rangeBytes: number): PackSlice[][] {
+export function packRanges(slices: readonly PackSlice[], rangeBytes: number, firstBytes = rangeBytes): PackSlice[][] {
   const out: PackSlice[][] = [];
   let cur: PackSlice[] = [];
   let bytes = 0;
   let end = 0;
   for (const s of slices) {
-    if (cur.length > 0 && (bytes + s.entry.size > rangeBytes || s.offset !== end)) {
+    if (cur.length > 0 && (bytes + s.entry.size > (out.length === 0 ? firstBytes : rangeBytes) || s.offset !== end)) {
       out.push(cur);
       cur = [];
       bytes = 0;
@@ -170,10 +171,10 @@ export interface SliceSink {
 export async function fetchPackSlices(
   get: (offset: number, length: number) => Promise<Buffer>,
   slices: readonly PackSlice[],
-  opts: { base?: number; rangeBytes: number; parallelism: number; pause?: () => Promise<void> },
+  opts: { base?: number; rangeBytes: number; firstRangeBytes?: number; parallelism: number; pause?: () => Promise<void> },
   sink: SliceSink,
 ): Promise<void> {
-  await mapLimit(packRanges(slices, opts.rangeBytes), opts.parallelism, async (range) => {
+  await mapLimit(packRanges(slices, opts.rangeBytes, opts.firstRangeBytes), opts.parallelism, async (range) => {
     const first = range[0];
     const last = range[range.length - 1];
     if (!first || !last) return;
