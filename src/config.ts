@@ -154,7 +154,7 @@ export const defaults = {
     /** Blocks read in a window and not asked for yet are held up to this many bytes. */
     heldBytes: 32 * 1024 * 1024,
     /** Windows read ahead of a reader walking forward through the pack (overlaps its round trips with its work). */
-    aheadWindows: 2,
+    aheadWindows: 6,
     /** A pack whose index is longer is not used by mounts (pull still uses it). */
     maxIndexBytes: 16 * 1024 * 1024,
   },
