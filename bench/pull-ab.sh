@@ -8,6 +8,11 @@
 # step (the shared test Ceph: includes whatever else uses it meanwhile), store requests (the proxy's count)
 # and the 1-min load. Set PROFILE=DIR to also write a --cpu-prof of each homefs pull into DIR; PUSHED=PREFIX
 # to pull a home pushed before to PREFIX (as bench/agent) and backed up to PREFIX-restic (kept afterwards).
+# Each step writes into a directory of its own, all removed at the end: a step right after `rm -rf` of the
+# previous one's ~24k files paid for that delete on this machine's root ext4, which has no journal (the
+# kernel then skips inodes freed in the last 60 s, 360 s while their table block is dirty, scanning them
+# again for every file created: up to half of a pull's system time, whoever ran second). Start a run a
+# minute after any large delete on the same filesystem.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { echo "usage: $0 <before checkout, built> <home dir> [RTT_MS ...]" >&2; exit 2; }
@@ -61,14 +66,13 @@ for rtt in "${rtts[@]}"; do
   for round in $(seq "$rounds"); do
     for v in before after restic; do
       if [ $v = restic ]; then
-        RESTIC_REPOSITORY=s3:http://127.0.0.1:$port/$bucket/$p-restic RESTIC_CACHE_DIR=$work/rc2 \
-          measure "+$rtt restic restore" restic --quiet restore latest --target "$work/restored"
+        RESTIC_REPOSITORY=s3:http://127.0.0.1:$port/$bucket/$p-restic RESTIC_CACHE_DIR=$work/rc-$rtt-$round \
+          measure "+$rtt restic restore" restic --quiet restore latest --target "$work/restored-$rtt-$round"
       else
         bin=$PWD/dist/src/cli/main.js; [ $v = before ] && bin=$before/dist/src/cli/main.js
         prof=(); [ -n "${PROFILE:-}" ] && prof=(--cpu-prof --cpu-prof-dir="$PROFILE/$v-$rtt-$round")
-        measure "+$rtt $v pull" node "${prof[@]}" "$bin" pull bench/agent "$work/pulled" --store "$store"
+        measure "+$rtt $v pull" node "${prof[@]}" "$bin" pull bench/agent "$work/pulled-$v-$rtt-$round" --store "$store"
       fi
-      rm -rf "$work/pulled" "$work/restored" "$work/rc2"
     done
   done
   kill "$proxy"; wait "$proxy" 2>/dev/null || true; proxy=

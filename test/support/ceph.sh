@@ -53,6 +53,18 @@ free_port() {
 # ceph/radosgw-admin with our config and a bounded wait, so a dead mon never hangs the caller.
 c() { timeout 30 ceph -c "$CONF" --connect-timeout 20 "$@"; }
 rgwadmin() { timeout 60 radosgw-admin -c "$CONF" "$@"; }
+# Starts a daemon with no fd of ours but stdio: the ceph daemons outlive this script, and an fd they inherit
+# keeps whatever it holds, such as a lock the caller took around a benchmark (`flock cpu.lock bench/...`
+# once left the machine's CPU lock held by the test Ceph for good), or our own ${DIR}.lock (fd 9).
+daemon() {
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      n=${fd##*/}
+      if [ "$n" -gt 2 ]; then eval "exec $n>&-"; fi
+    done
+    exec "$@"
+  )
+}
 
 pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
@@ -193,23 +205,23 @@ do_start() {
   monmaptool --create --clobber --fsid "$fsid" --addv a "[v2:127.0.0.1:$mon_port]" "$DIR/monmap" >/dev/null 2>&1 \
     || die "monmaptool failed"
   ceph-mon -c "$CONF" --mkfs -i a --monmap "$DIR/monmap" >>"$DIR/log/mkfs.log" 2>&1 || die "ceph-mon --mkfs failed; see ${DIR}.failed-logs/mkfs.log"
-  ceph-mon -c "$CONF" -i a 9>&- >>"$DIR/log/daemons.log" 2>&1 || die "ceph-mon did not start; see ${DIR}.failed-logs/mon.a.log"
+  daemon ceph-mon -c "$CONF" -i a >>"$DIR/log/daemons.log" 2>&1 || die "ceph-mon did not start; see ${DIR}.failed-logs/mon.a.log"
   wait_for 60 "the monitor" c mon stat || die "start failed"
   log "mon up after $((SECONDS - t0))s"
 
-  ceph-mgr -c "$CONF" -i x 9>&- >>"$DIR/log/daemons.log" 2>&1 || die "ceph-mgr did not start; see ${DIR}.failed-logs/mgr.x.log"
+  daemon ceph-mgr -c "$CONF" -i x >>"$DIR/log/daemons.log" 2>&1 || die "ceph-mgr did not start; see ${DIR}.failed-logs/mgr.x.log"
 
   local uuid id
   uuid=$(cat /proc/sys/kernel/random/uuid)
   id=$(c osd new "$uuid") || die "ceph osd new failed"
   [ "$id" = 0 ] || die "unexpected OSD id $id"
   ceph-osd -c "$CONF" -i 0 --mkfs --osd-uuid "$uuid" >>"$DIR/log/mkfs.log" 2>&1 || die "ceph-osd --mkfs failed; see ${DIR}.failed-logs/mkfs.log"
-  ceph-osd -c "$CONF" -i 0 9>&- >>"$DIR/log/daemons.log" 2>&1 || die "ceph-osd did not start; see ${DIR}.failed-logs/osd.0.log"
+  daemon ceph-osd -c "$CONF" -i 0 >>"$DIR/log/daemons.log" 2>&1 || die "ceph-osd did not start; see ${DIR}.failed-logs/osd.0.log"
   osd_up() { c osd dump 2>/dev/null | grep -q '^osd.0 up'; }
   wait_for 90 "the OSD to come up" osd_up || die "start failed"
   log "osd up after $((SECONDS - t0))s"
 
-  radosgw -c "$CONF" -n client.rgw 9>&- >>"$DIR/log/daemons.log" 2>&1 || die "radosgw did not start; see ${DIR}.failed-logs/client.rgw.log"
+  daemon radosgw -c "$CONF" -n client.rgw >>"$DIR/log/daemons.log" 2>&1 || die "radosgw did not start; see ${DIR}.failed-logs/client.rgw.log"
   wait_for 120 "the S3 gateway on 127.0.0.1:$rgw_port" s3_answers "$rgw_port" || die "start failed"
   log "rgw answers after $((SECONDS - t0))s"
 
