@@ -96,10 +96,13 @@ static uint64_t mono_ns(void) {
  * request, or any other I/O), yielding the CPU to whatever else can run on it (the client may share it).
  * A client that works synchronously (open, write, close, one file after another) sends its next request
  * a few microseconds after our reply; a thread that sleeps in between pays the wake-up of an idle CPU on
- * every request, which on a VM is most of a round trip (docs/benchmarks.md, issue 13). The replies of the
+ * every request, which on a VM is most of a round trip (docs/benchmarks.md, issue 13). A yield that took
+ * longer than YIELDED_NS ran another task on this CPU: the client may share it, or another process wants
+ * it, and the wait then stops (the loop sleeps; a wake-up on the same CPU is cheap). The replies of the
  * turn already went out: the journal's batch commits in the check phase, which runs before this one. No
  * wait when the loop has work due now (timeout 0); a loop with no FUSE traffic never waits.
  */
+#define YIELDED_NS 5000
 static void on_prepare(uv_prepare_t *h) {
   hf_session *s = h->data;
   if (!s->answered) return;
@@ -107,9 +110,12 @@ static void on_prepare(uv_prepare_t *h) {
   if (s->state != S_MOUNTED || uv_backend_timeout(h->loop) == 0) return;
   uint64_t start = mono_ns();
   struct pollfd p = { .fd = uv_backend_fd(h->loop), .events = POLLIN };
-  while (poll(&p, 1, 0) == 0) {
-    if (mono_ns() - start > s->spin_ns) return;
+  for (uint64_t now = start; poll(&p, 1, 0) == 0; ) {
+    if (now - start > s->spin_ns) return;
     sched_yield();
+    uint64_t after = mono_ns();
+    if (after - now > YIELDED_NS) return;  /* something else ran on this CPU (maybe the client): sleep instead */
+    now = after;
   }
 }
 
