@@ -69,6 +69,7 @@ typedef struct hf_session {
   uv_prepare_t *prep;          /* the awake wait for the next request before the loop sleeps (session.c), or NULL */
   uint64_t spin_ns;            /* how long that wait may last, 0 = never */
   int answered;                /* this loop turn drained a request: the next prepare waits awake */
+  int spin_skip;               /* turns left in which the awake wait is skipped (another task used the CPU) */
 } hf_session;
 
 /* slots.c: the table of outstanding requests. */

@@ -98,23 +98,30 @@ static uint64_t mono_ns(void) {
  * a few microseconds after our reply; a thread that sleeps in between pays the wake-up of an idle CPU on
  * every request, which on a VM is most of a round trip (docs/benchmarks.md, issue 13). A yield that took
  * longer than YIELDED_NS ran another task on this CPU: the client may share it, or another process wants
- * it, and the wait then stops (the loop sleeps; a wake-up on the same CPU is cheap). The replies of the
+ * it, and the wait then stops (the loop sleeps; a wake-up on the same CPU is cheap) and is skipped for the
+ * next SKIP_TURNS turns that answered requests (a waiting thread that stays runnable beside the client on
+ * one CPU slows it: docs/benchmarks.md, issue 13, the burner runs). The replies of the
  * turn already went out: the journal's batch commits in the check phase, which runs before this one. No
  * wait when the loop has work due now (timeout 0); a loop with no FUSE traffic never waits.
  */
 #define YIELDED_NS 5000
+#define SKIP_TURNS 32
 static void on_prepare(uv_prepare_t *h) {
   hf_session *s = h->data;
   if (!s->answered) return;
   s->answered = 0;
   if (s->state != S_MOUNTED || uv_backend_timeout(h->loop) == 0) return;
+  if (s->spin_skip > 0) { s->spin_skip--; return; }
   uint64_t start = mono_ns();
   struct pollfd p = { .fd = uv_backend_fd(h->loop), .events = POLLIN };
   for (uint64_t now = start; poll(&p, 1, 0) == 0; ) {
     if (now - start > s->spin_ns) return;
     sched_yield();
     uint64_t after = mono_ns();
-    if (after - now > YIELDED_NS) return;  /* something else ran on this CPU (maybe the client): sleep instead */
+    if (after - now > YIELDED_NS) {  /* something else ran on this CPU (maybe the client): sleep instead */
+      s->spin_skip = SKIP_TURNS;
+      return;
+    }
     now = after;
   }
 }
