@@ -6,11 +6,12 @@
 #   saw (homefs_fuse_ops_total), and the load average.
 #   PROF=DIR: run the daemon under `node --cpu-prof --cpu-prof-dir=DIR` (the profile is written at unmount).
 #   STRACE=FILE: `strace -c -f` the daemon over both phases, summary to FILE.
+#   MOUNT_ARGS="...": more `homefs mount` options (e.g. --fuse-spin-us 0).
 set -e
 B=$1; L=$2; N=${3:-10000}
 T=$(mktemp -d /var/tmp/cdel.XXXX); mkdir -p $T/c $T/s $T/m /dev/shm/cdel-$$
 if [ -n "$PROF" ]; then export NODE_OPTIONS="--cpu-prof --cpu-prof-dir=$PROF"; fi
-$B/bin/homefs mount o/h $T/m --store file:///dev/shm/cdel-$$ --cache-dir $T/c --state-dir $T/s >/dev/null
+$B/bin/homefs mount o/h $T/m --store file:///dev/shm/cdel-$$ --cache-dir $T/c --state-dir $T/s $MOUNT_ARGS >/dev/null
 unset NODE_OPTIONS
 mkdir $T/m/d
 metrics() { $B/bin/homefs status --metrics $T/m; }

@@ -83,6 +83,12 @@ export const defaults = {
   idleSealIntervalMs: 5 * 60_000,
   /** A home with no FUSE activity for this long is parked. */
   parkAfterMs: 10_000,
+  /**
+   * After a loop turn that answered FUSE requests, the daemon waits this long awake (yielding the CPU) for
+   * the next one before it sleeps: a synchronous client's next request then finds it awake instead of paying
+   * an idle CPU's wake-up (~30 µs of a ~47 µs round trip on this VM; docs/benchmarks.md, issue 13). 0: never.
+   */
+  fuseSpinUs: 50,
   /** Lease TTL and renewal period. */
   leaseTtlMs: 30_000,
   /** Snapshots of history kept per home. */

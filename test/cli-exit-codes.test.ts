@@ -70,6 +70,7 @@ test('exit codes: listed by --help, and distinct for usage, user error, store, d
       [['verify', 'acme/alice', '--store', 's3://homes/x?bogus=1'], 2, /store URL s3:\/\/homes\/x: unknown option 'bogus'/],
       [['verify', 'acme/alice', '--store', 'file:///dev/null/store'], 3, /cannot open store file:\/\/\/dev\/null\/store: a component of its path is not a directory/],
       [['mount', 'acme/alice', join(work, 'mnt'), '--log-level', 'loud'], 2, /invalid --log-level 'loud': use one of trace, debug, info/],
+      [['mount', 'acme/alice', join(work, 'mnt'), '--fuse-spin-us', 'fast'], 2, /invalid --fuse-spin-us 'fast': use 0 to 1000 \(microseconds\)/],
     ];
     await mkdir(join(work, 'mnt'));
     for (const [args, code, re] of cases) {

@@ -2,7 +2,7 @@
  * The FUSE binding's session behaviour: a SIGKILLed server leaves no accessor hanging and the mountpoint can
  * be mounted again; an answer delayed by one lookup does not block the directory (FUSE_PARALLEL_DIROPS);
  * interrupts reach the handler; missing ops answer ENOSYS; external unmounts and signals end the server
- * cleanly; mount errors are one clear line.
+ * cleanly; mount errors are one clear line; the awake wait for the next request (spinUs) answers everything.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -50,6 +50,24 @@ test('kill -9 of the server: the blocked accessor is released, the mount goes aw
     } finally { await again.stop(); }
     assert.equal(isMounted(m), false);
   } finally { await srv.stop(); forceUnmount(m); }
+});
+
+test('waiting awake for the next request (spinUs): every request is answered, a timer\'s late answer too', { skip }, async () => {
+  // The longest wait the binding allows, so that a wait that swallowed the loop's other work (the timer
+  // that answers the slow lookup, a reply) would show as a hang, not as a slower run.
+  const m = tempMountpoint('spin');
+  const srv = await startMemfsServer(m, { fs: { slowPrefix: 'slow', slowMs: 200 }, mount: { spinUs: 1000 } });
+  try {
+    for (let i = 0; i < 300; i++) fs.writeFileSync(path.join(m, `f${i}`), `file ${i}\n`);
+    for (let i = 0; i < 300; i++) assert.equal(fs.readFileSync(path.join(m, `f${i}`), 'utf8'), `file ${i}\n`);
+    const t0 = Date.now();
+    const r = spawnSync('stat', [path.join(m, 'slow-x')], { encoding: 'utf8', timeout: 5000 });
+    assert.equal(r.signal, null, 'the lookup answered by a timer came back');
+    assert.match(r.stderr, /No such file/);
+    assert.ok(Date.now() - t0 >= 190, 'it was the slow lookup');
+    await new Promise((res) => setTimeout(res, 100)); // idle: the next request wakes a sleeping loop
+    assert.equal(fs.readdirSync(m).filter((n) => n.startsWith('f')).length, 300);
+  } finally { await srv.stop(); }
 });
 
 test('a lookup answered later does not block other lookups in the same directory', { skip }, async () => {

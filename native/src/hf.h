@@ -66,6 +66,10 @@ typedef struct hf_session {
   char *own;                   /* the session's own receive buffer, when the pool has none to spare */
   int lend;                    /* pool buffer that the request being dispatched takes (a WRITE), else -1 */
   uint64_t *noxattr;           /* inodes known to have no xattrs (noxattr.c), NULL until the first mark */
+  uv_prepare_t *prep;          /* the awake wait for the next request before the loop sleeps (session.c), or NULL */
+  uint64_t spin_ns;            /* how long that wait may last, 0 = never */
+  int answered;                /* this loop turn drained a request: the next prepare waits awake */
+  int spin_skip;               /* turns left in which the awake wait is skipped (another task used the CPU) */
 } hf_session;
 
 /* slots.c: the table of outstanding requests. */

@@ -9,7 +9,8 @@
  *   one that is answered later.
  * - serve: a uv_poll_t on the fd; each wake-up drains up to DRAIN_MAX requests until EAGAIN inside one
  *   handle scope and one callback scope (so promise jobs and nextTicks queued by handlers run after).
- *   Requests are read into pooled buffers (wbuf.c): a WRITE keeps its buffer until it is answered.
+ *   Requests are read into pooled buffers (wbuf.c): a WRITE keeps its buffer until it is answered. With
+ *   spinUs, a uv_prepare_t waits awake for the next request after a turn that answered some (on_prepare).
  * - unmount: stop the poll first (fuse_session_unmount closes the fd), answer outstanding requests with
  *   EIO, unmount, destroy. Never from inside a handler: a call made there is deferred to the end of the
  *   drain. An external unmount or a connection abort shows up as a poll error or ENODEV.
@@ -26,6 +27,9 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/socket.h>
+#include <poll.h>
+#include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DRAIN_MAX 64
@@ -80,6 +84,48 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *ud) {
 
 static void poll_closed(uv_handle_t *h) { free(h); }
 
+static uint64_t mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/*
+ * The awake wait (spinUs): just before the loop sleeps in epoll after a turn that answered requests, wait
+ * up to spin_ns for anything the loop watches to become ready (poll on the loop's epoll fd: the next FUSE
+ * request, or any other I/O), yielding the CPU to whatever else can run on it (the client may share it).
+ * A client that works synchronously (open, write, close, one file after another) sends its next request
+ * a few microseconds after our reply; a thread that sleeps in between pays the wake-up of an idle CPU on
+ * every request, which on a VM is most of a round trip (docs/benchmarks.md, issue 13). A yield that took
+ * longer than YIELDED_NS ran another task on this CPU: the client may share it, or another process wants
+ * it, and the wait then stops (the loop sleeps; a wake-up on the same CPU is cheap) and is skipped for the
+ * next SKIP_TURNS turns that answered requests (a waiting thread that stays runnable beside the client on
+ * one CPU slows it: docs/benchmarks.md, issue 13, the burner runs). The replies of the
+ * turn already went out: the journal's batch commits in the check phase, which runs before this one. No
+ * wait when the loop has work due now (timeout 0); a loop with no FUSE traffic never waits.
+ */
+#define YIELDED_NS 5000
+#define SKIP_TURNS 32
+static void on_prepare(uv_prepare_t *h) {
+  hf_session *s = h->data;
+  if (!s->answered) return;
+  s->answered = 0;
+  if (s->state != S_MOUNTED || uv_backend_timeout(h->loop) == 0) return;
+  if (s->spin_skip > 0) { s->spin_skip--; return; }
+  uint64_t start = mono_ns();
+  struct pollfd p = { .fd = uv_backend_fd(h->loop), .events = POLLIN };
+  for (uint64_t now = start; poll(&p, 1, 0) == 0; ) {
+    if (now - start > s->spin_ns) return;
+    sched_yield();
+    uint64_t after = mono_ns();
+    if (after - now > YIELDED_NS) {  /* something else ran on this CPU (maybe the client): sleep instead */
+      s->spin_skip = SKIP_TURNS;
+      return;
+    }
+    now = after;
+  }
+}
+
 /*
  * Points s->buf at a buffer for the next request: a pool buffer (a WRITE read into it can keep it, wbuf.c)
  * or, when the pool has none to spare, the session's own. Returns 0 when there is no memory for either.
@@ -121,8 +167,10 @@ void hf_session_teardown(hf_session *s, const char *reason, int external, int ex
   s->state = S_CLOSING;
   napi_env env = s->env;
   uv_poll_stop(s->poll);
+  if (s->prep) uv_prepare_stop(s->prep);
   if (external) fuse_session_exit(s->se);
   if (!exiting) uv_close((uv_handle_t *)s->poll, poll_closed);
+  if (!exiting && s->prep) { uv_close((uv_handle_t *)s->prep, poll_closed); s->prep = NULL; }
   if (!exiting) hf_slots_orphan(env, s, EIO);
   fuse_session_unmount(s->se);  /* closes the fd; unmounts unless the kernel already did */
   s->fd = -1;
@@ -168,6 +216,7 @@ static void on_poll(uv_poll_t *h, int status, int events) {
       if (res == -EAGAIN) break;
       if (res == -EINTR) continue;
       if (res <= 0 || fuse_session_exited(s->se)) { ended = "connection closed (external unmount or abort)"; break; }
+      s->answered = 1;
       fuse_session_process_buf(s->se, &s->buf);
       if (s->nintr) hf_deliver_interrupts(s);
       if (fuse_session_exited(s->se)) { ended = "session ended by libfuse"; break; }
@@ -191,9 +240,9 @@ static void on_poll(uv_poll_t *h, int status, int events) {
 
 static int fd_is_open_before[4096];
 
-/* mount(mountpoint, args: string[], ops, onUnmounted, writebackCache, maxWrite) -> session handle */
+/* mount(mountpoint, args: string[], ops, onUnmounted, writebackCache, maxWrite, spinUs) -> session handle */
 napi_value hf_mount(napi_env env, napi_callback_info info) {
-  size_t argc = 6; napi_value argv[6];
+  size_t argc = 7; napi_value argv[7];
   HF_CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   char mnt[4096]; size_t n;
   if (argc < 6 || napi_get_value_string_utf8(env, argv[0], mnt, sizeof(mnt), &n) != napi_ok) {
@@ -219,6 +268,9 @@ napi_value hf_mount(napi_env env, napi_callback_info info) {
   double mw = 0; napi_get_value_double(env, argv[5], &mw);
   s->settings.writeback_cache = wb;
   s->settings.max_write = mw > 0 ? (unsigned)mw : 0;
+  double spin = 0;
+  if (argc >= 7) napi_get_value_double(env, argv[6], &spin);
+  s->spin_ns = spin > 0 && spin <= 1e6 ? (uint64_t)(spin * 1000) : 0;
   hf_fill_llops(s);
 
   uint32_t nargs = 0; napi_get_array_length(env, argv[1], &nargs);
@@ -301,6 +353,13 @@ napi_value hf_mount(napi_env env, napi_callback_info info) {
   uv_poll_init(loop, s->poll, s->fd);
   s->poll->data = s;
   uv_poll_start(s->poll, UV_READABLE, on_poll);
+  if (s->spin_ns) {
+    s->prep = malloc(sizeof(uv_prepare_t));
+    uv_prepare_init(loop, s->prep);
+    s->prep->data = s;
+    uv_prepare_start(s->prep, on_prepare);
+    uv_unref((uv_handle_t *)s->prep);
+  }
   s->state = S_MOUNTED;
   sessions[slot] = s;
 

@@ -42,6 +42,7 @@ interface Options {
   leaseTtl?: string;
   logLevel: string;
   metricsAddr?: string;
+  fuseSpinUs?: string;
 }
 
 function isMountpoint(path: string): boolean {
@@ -50,6 +51,12 @@ function isMountpoint(path: string): boolean {
   } catch {
     return false;
   }
+}
+
+function parseSpin(v: string): number {
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || n > 1000) throw new UsageError(`invalid --fuse-spin-us '${v}': use 0 to 1000 (microseconds)`);
+  return n;
 }
 
 function buildConfig(ref: string, mnt: string, o: Options): MountConfig {
@@ -67,6 +74,7 @@ function buildConfig(ref: string, mnt: string, o: Options): MountConfig {
     idleSealMs: o.idleSeal ? parseDuration('--idle-seal', o.idleSeal) : defaults.idleSealIntervalMs,
     parkAfterMs: o.parkAfter ? parseDuration('--park-after', o.parkAfter) : defaults.parkAfterMs,
     leaseTtlMs: o.leaseTtl ? parseDuration('--lease-ttl', o.leaseTtl) : defaults.leaseTtlMs,
+    fuseSpinUs: o.fuseSpinUs !== undefined ? parseSpin(o.fuseSpinUs) : defaults.fuseSpinUs,
     excludes: excludePatterns(),
   };
 }
@@ -235,6 +243,7 @@ export function register(program: Command): void {
     .option('--idle-seal <duration>', 'seal a parked home at most this often', '5m')
     .option('--park-after <duration>', 'idle time after which the home is parked', '10s')
     .option('--lease-ttl <duration>', 'lease lifetime without renewal', '30s')
+    .option('--fuse-spin-us <n>', 'after answering FUSE requests, wait this long awake for the next before sleeping (0: never)', String(defaults.fuseSpinUs))
     .option('--log-level <level>', 'daemon log level (trace, debug, info, warn, error)', 'info')
     .option('--metrics-addr <[host:]port>', 'serve Prometheus /metrics and /healthz over HTTP (host default: 127.0.0.1)')
     .option('--foreground', 'run the daemon in this process')

@@ -141,6 +141,11 @@ export interface MountOptions {
   fsname?: string; subtype?: string; allowOther?: boolean; defaultPermissions?: boolean; readOnly?: boolean;
   autoUnmount?: boolean; maxWrite?: number; writebackCache?: boolean; debug?: boolean;
   /**
+   * Default 0: after a loop turn that answered requests, wait up to this many microseconds awake (polling
+   * the loop's fds, yielding the CPU) for the next one before the loop sleeps (native/src/session.c).
+   */
+  spinUs?: number;
+  /**
    * Default true: SIGINT/SIGTERM/SIGHUP/SIGQUIT unmount every session, then re-raise the signal if nobody
    * else listens for it. false: only the 'exit' hook and the addon's atexit() unmount; the application's
    * own signal handlers must call unmount() (autoUnmount still covers SIGKILL).

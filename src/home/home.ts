@@ -77,6 +77,8 @@ export interface MountConfig {
   idleSealMs: number;
   parkAfterMs: number;
   leaseTtlMs: number;
+  /** The FUSE loop's awake wait for the next request, µs (config.ts defaults.fuseSpinUs); absent: that default. */
+  fuseSpinUs?: number;
   excludes: string[];
 }
 
@@ -364,6 +366,7 @@ export class MountedHome {
       this.session = mountFn(this.cfg.mountpoint, adapter.ops(), {
         fsname: `homefs:${this.cfg.org}/${this.cfg.home}`, subtype: 'homefs', allowOther: this.cfg.allowOther,
         defaultPermissions: true, readOnly: this.cfg.readOnly, autoUnmount: true, writebackCache: !this.cfg.readOnly,
+        spinUs: this.cfg.fuseSpinUs ?? defaults.fuseSpinUs,
       });
     } catch (e) {
       throw new UserError(errorMessage(e)); // fuse/index.ts says what went wrong and what to do, in one line
