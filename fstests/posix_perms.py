@@ -165,6 +165,48 @@ def _(t):
     user_errno(0, w, what='write a 06777 file')
     m = stat.S_IMODE(os.lstat(t.p('f')).st_mode)
     true(not m & stat.S_ISUID, f'unprivileged write kept setuid ({m:o})')
+    true(not m & stat.S_ISGID, f'unprivileged write kept setgid of a group-executable file ({m:o})')
+    eq(oct(m), oct(0o777), 'the other bits kept')
+    user_errno(0, w, what='write it again')
+    eq(oct(stat.S_IMODE(os.lstat(t.p('f')).st_mode)), oct(0o777), 'mode after a second write')
+
+
+@check('posix.perm.write_setgid_without_group_exec')
+def _(t):
+    # The kernel's rule (should_remove_suid): setgid without group execute goes only when the writer is
+    # outside the file's group (and lacks CAP_FSETID).
+    for name, group, want in (('member', NOBODY, 0o2666), ('other', 0, 0o666), ('both', 0, 0o666)):
+        write(t.p(name), b'x')
+        os.chown(t.p(name), 0, group)
+        os.chmod(t.p(name), 0o6666 if name == 'both' else 0o2666)
+
+        def w():
+            fd = os.open(t.p(name), os.O_WRONLY | os.O_APPEND)
+            os.write(fd, b'y')
+            os.close(fd)
+        user_errno(0, w, what=f'write a file with setgid ({name})')
+        eq(oct(stat.S_IMODE(os.lstat(t.p(name)).st_mode)), oct(want), f'mode after an unprivileged write ({name})')
+        eq(open(t.p(name), 'rb').read(), b'xy', f'content ({name})')
+
+
+@check('posix.perm.root_write_keeps_setuid')
+def _(t):
+    write(t.p('f'), b'x')
+    os.chmod(t.p('f'), 0o6755)
+    with open(t.p('f'), 'ab') as f:
+        f.write(b'y')
+    eq(oct(stat.S_IMODE(os.lstat(t.p('f')).st_mode)), oct(0o6755), 'mode after a write with CAP_FSETID')
+
+
+@check('posix.perm.truncate_clears_setuid')
+def _(t):
+    for name, cut in (('t', lambda p: os.truncate(p, 1)),
+                      ('o', lambda p: os.close(os.open(p, os.O_WRONLY | os.O_TRUNC)))):
+        write(t.p(name), b'xyz')
+        os.chmod(t.p(name), 0o6777)
+        user_errno(0, lambda: cut(t.p(name)), what=f'truncate ({name}) a 06777 file')
+        m = stat.S_IMODE(os.lstat(t.p(name)).st_mode)
+        eq(oct(m), oct(0o777), f'mode after an unprivileged truncate ({name})')
 
 
 @check('posix.perm.exec')

@@ -160,6 +160,7 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st, int set,
   if (set & FUSE_SET_ATTR_MTIME_NOW) napi_set_named_property(env, o, "mtime", str(env, "now"));
   else if (set & FUSE_SET_ATTR_MTIME) napi_set_named_property(env, o, "mtime", timespec_obj(env, &st->st_mtim));
   if (set & FUSE_SET_ATTR_CTIME) napi_set_named_property(env, o, "ctime", timespec_obj(env, &st->st_ctim));
+  if (s->kill) napi_set_named_property(env, o, "killSuidgid", boolean(env, 1));
   a[1] = u64(env, ino); a[2] = o; a[3] = fi ? u64(env, fi->fh) : undef(env);
   END(OP_SETATTR, 4);
 }
@@ -201,7 +202,7 @@ static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
   BEGIN(4); a[1] = u64(env, ino); a[2] = u64(env, newparent); a[3] = str(env, newname); END(OP_LINK, 4);
 }
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-  BEGIN(3); a[1] = u64(env, ino); a[2] = num(env, fi->flags); END(OP_OPEN, 3);
+  BEGIN(4); a[1] = u64(env, ino); a[2] = num(env, fi->flags); a[3] = boolean(env, s->kill); END(OP_OPEN, 4);
 }
 static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
   BEGIN(5); a[1] = u64(env, ino); a[2] = num(env, (double)size); a[3] = num(env, (double)off);
@@ -226,8 +227,8 @@ static napi_value write_payload(hf_session *s, const char *buf, size_t size) {
 }
 static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
                      struct fuse_file_info *fi) {
-  BEGIN(6); a[1] = u64(env, ino); a[2] = write_payload(s, buf, size); a[3] = num(env, (double)off);
-  a[4] = u64(env, fi->fh); a[5] = num(env, fi->flags); END(OP_WRITE, 6);
+  BEGIN(7); a[1] = u64(env, ino); a[2] = write_payload(s, buf, size); a[3] = num(env, (double)off);
+  a[4] = u64(env, fi->fh); a[5] = num(env, fi->flags); a[6] = boolean(env, s->kill); END(OP_WRITE, 7);
 }
 static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   BEGIN(3); a[1] = u64(env, ino); a[2] = u64(env, fi->fh); END(OP_FLUSH, 3);

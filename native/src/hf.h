@@ -35,6 +35,7 @@ enum hf_state { S_MOUNTED, S_CLOSING, S_CLOSED };
 struct hf_settings {
   int writeback_cache;
   unsigned max_write;  /* 0 = libfuse default (1 MiB) */
+  int killpriv_v2;     /* offer FUSE_HANDLE_KILLPRIV_V2 (the handlers clear suid/sgid when told: hf_session.kill) */
 };
 
 typedef struct hf_session {
@@ -56,6 +57,9 @@ typedef struct hf_session {
   int unmount_pending;         /* unmount() was called from inside a handler */
   uint64_t init_unique;        /* unique of the FUSE_INIT request, to patch its reply */
   int init_patched;
+  uint32_t init_flags;         /* the kernel's INIT request flags (what it supports) */
+  int killpriv_v2;             /* FUSE_HANDLE_KILLPRIV_V2 was granted in the INIT reply */
+  int kill;                    /* the request being dispatched asks to clear suid/sgid (KILLPRIV_V2 flags) */
   int zero_opendir;            /* no JS opendir handler and the kernel takes ENOSYS as success (see ll_init) */
   napi_ref pending_exc;        /* first exception thrown by a handler during a drain */
   uint64_t *intr;              /* interrupted request handles queued during process_buf */

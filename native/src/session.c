@@ -6,7 +6,11 @@
  *   fusermount3's socket, or a child process would keep the auto-unmount from ever firing), and a
  *   custom-io shim patches FUSE_PARALLEL_DIROPS into the INIT reply: libfuse 3.14 computes the capability
  *   but never sends it, and without it the kernel serializes every lookup/readdir of a directory behind
- *   one that is answered later.
+ *   one that is answered later. With killpriv_v2 set, it also grants FUSE_HANDLE_KILLPRIV_V2 when the kernel
+ *   offers it (libfuse 3.14 cannot): the kernel then stops asking for security.capability before every
+ *   write(2) (once per inode instead) and for the attributes before every chown, and instead flags the
+ *   writes, truncates, O_TRUNC opens and chowns that must clear suid/sgid; the drain reads that flag from
+ *   the raw request (libfuse drops it) into s->kill for the handler (dispatch.c).
  * - serve: a uv_poll_t on the fd; each wake-up drains up to DRAIN_MAX requests until EAGAIN inside one
  *   handle scope and one callback scope (so promise jobs and nextTicks queued by handlers run after).
  *   Requests are read into pooled buffers (wbuf.c): a WRITE keeps its buffer until it is answered. With
@@ -58,7 +62,11 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *ud) {
   ssize_t r = read(fd, buf, len);
   if (!s->init_patched && r >= (ssize_t)sizeof(struct fuse_in_header)) {
     const struct fuse_in_header *in = buf;
-    if (in->opcode == FUSE_INIT) s->init_unique = in->unique;
+    if (in->opcode == FUSE_INIT) {
+      s->init_unique = in->unique;
+      if ((size_t)r >= sizeof(*in) + offsetof(struct fuse_init_in, flags) + sizeof(uint32_t))
+        s->init_flags = ((const struct fuse_init_in *)(in + 1))->flags;
+    }
   }
   return r;
 }
@@ -74,12 +82,34 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *ud) {
         memset(&init, 0, sizeof(init));
         memcpy(&init, iov[1].iov_base, n);
         init.flags |= FUSE_PARALLEL_DIROPS;
+        if (s->settings.killpriv_v2 && (s->init_flags & FUSE_HANDLE_KILLPRIV_V2)) {
+          init.flags |= FUSE_HANDLE_KILLPRIV_V2;
+          s->killpriv_v2 = 1;
+        }
         struct iovec v[2] = { iov[0], { &init, n } };
         if (count == 2) return writev(fd, v, 2);
       }
     }
   }
   return writev(fd, iov, count);
+}
+
+/* Whether a raw request carries KILLPRIV_V2's "clear suid/sgid" flag (libfuse 3.14 passes none of them on). */
+static int wants_kill(const struct fuse_buf *b, size_t len) {
+  if (b->flags & FUSE_BUF_IS_FD || len < sizeof(struct fuse_in_header)) return 0;
+  const struct fuse_in_header *in = b->mem;
+  const void *arg = in + 1;
+  size_t n = len - sizeof(*in);
+  switch (in->opcode) {
+  case FUSE_SETATTR:
+    return n >= sizeof(struct fuse_setattr_in) && (((const struct fuse_setattr_in *)arg)->valid & FATTR_KILL_SUIDGID);
+  case FUSE_WRITE:
+    return n >= sizeof(struct fuse_write_in) && (((const struct fuse_write_in *)arg)->write_flags & FUSE_WRITE_KILL_SUIDGID);
+  case FUSE_OPEN:
+    return n >= sizeof(struct fuse_open_in) && (((const struct fuse_open_in *)arg)->open_flags & FUSE_OPEN_KILL_SUIDGID);
+  default:
+    return 0;
+  }
 }
 
 static void poll_closed(uv_handle_t *h) { free(h); }
@@ -217,7 +247,9 @@ static void on_poll(uv_poll_t *h, int status, int events) {
       if (res == -EINTR) continue;
       if (res <= 0 || fuse_session_exited(s->se)) { ended = "connection closed (external unmount or abort)"; break; }
       s->answered = 1;
+      s->kill = s->killpriv_v2 && wants_kill(&s->buf, (size_t)res);
       fuse_session_process_buf(s->se, &s->buf);
+      s->kill = 0;
       if (s->nintr) hf_deliver_interrupts(s);
       if (fuse_session_exited(s->se)) { ended = "session ended by libfuse"; break; }
     }
@@ -240,9 +272,9 @@ static void on_poll(uv_poll_t *h, int status, int events) {
 
 static int fd_is_open_before[4096];
 
-/* mount(mountpoint, args: string[], ops, onUnmounted, writebackCache, maxWrite, spinUs) -> session handle */
+/* mount(mountpoint, args: string[], ops, onUnmounted, writebackCache, maxWrite, spinUs, killprivV2) -> session handle */
 napi_value hf_mount(napi_env env, napi_callback_info info) {
-  size_t argc = 7; napi_value argv[7];
+  size_t argc = 8; napi_value argv[8];
   HF_CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   char mnt[4096]; size_t n;
   if (argc < 6 || napi_get_value_string_utf8(env, argv[0], mnt, sizeof(mnt), &n) != napi_ok) {
@@ -271,6 +303,9 @@ napi_value hf_mount(napi_env env, napi_callback_info info) {
   double spin = 0;
   if (argc >= 7) napi_get_value_double(env, argv[6], &spin);
   s->spin_ns = spin > 0 && spin <= 1e6 ? (uint64_t)(spin * 1000) : 0;
+  bool kp = false;
+  if (argc >= 8) napi_get_value_bool(env, argv[7], &kp);
+  s->settings.killpriv_v2 = kp;
   hf_fill_llops(s);
 
   uint32_t nargs = 0; napi_get_array_length(env, argv[1], &nargs);

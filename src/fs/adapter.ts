@@ -211,10 +211,11 @@ export class FuseAdapter {
         this.writable();
         this.replyEntry(req, this.view.link(ino, newParent, newName));
       }),
-      open: (req, ino, flags) => this.run(req, 'open', 0, () => {
+      open: (req, ino, flags, killSuidgid) => this.run(req, 'open', 0, () => {
         const node = this.view.get(ino);
         if (node.kind === 'dir') throw new FsError(E.EISDIR);
         if ((flags & 3) !== 0) this.writable();
+        if (killSuidgid) this.killSuidgid(req, ino);
         this.s.open(req, { fh: this.openHandle(ino), keepCache: true });
       }),
       create: (req, parent, name, mode) => this.run(req, 'create', parent, () => {
@@ -243,10 +244,17 @@ export class FuseAdapter {
         this.hooks.activity('interrupt');
         this.s.err(req, E.EINTR);
       },
-      write: (req, ino, data, offset) => {
+      write: (req, ino, data, offset, _fh, _flags, killSuidgid) => {
         this.hooks.activity('write');
         if (this.hooks.readOnly) return this.s.err(req, E.EROFS);
         const t0 = performance.now();
+        if (killSuidgid) {
+          try {
+            this.killSuidgid(req, ino);
+          } catch (e) {
+            return this.fail(req, 'write', e);
+          }
+        }
         this.content.write(ino, offset, data).then((n) => {
           this.s.write(req, n);
           this.hooks.observe('write', performance.now() - t0);
@@ -337,10 +345,14 @@ export class FuseAdapter {
 
   private setattr(req: Req, ino: number, set: SetAttr, _fh: number | undefined): Promise<void> | void {
     this.writable();
+    const callerGid = set.killSuidgid ? this.s.ctx(req).gid : 0;
     const meta = (): void => {
       const now = nowNs();
+      // A chown's clearing is setMeta's own (as before KILLPRIV_V2); a truncate's is the kernel's rule.
+      const chown = set.uid !== undefined || set.gid !== undefined;
+      const mode = set.mode ?? (set.killSuidgid && !chown ? this.killedMode(ino, callerGid) : undefined);
       const node = this.view.setMeta(ino, {
-        ...(set.mode !== undefined ? { mode: set.mode } : {}),
+        ...(mode !== undefined ? { mode } : {}),
         ...(set.uid !== undefined ? { uid: set.uid } : {}),
         ...(set.gid !== undefined ? { gid: set.gid } : {}),
         ...(set.atime !== undefined ? { atimeNs: set.atime === 'now' ? now : toNs(set.atime) } : {}),
@@ -356,6 +368,27 @@ export class FuseAdapter {
       return this.content.truncate(ino, set.size).then(meta);
     }
     meta();
+  }
+
+  /**
+   * FUSE_HANDLE_KILLPRIV_V2: the kernel flags a write, truncate or O_TRUNC open that must clear a regular
+   * file's setuid/setgid (its should_remove_suid, caller without CAP_FSETID). This is the mode without
+   * setuid, and without setgid when the file is group-executable, or when the flag cannot be for the setuid
+   * bit alone (none is set), or when the caller's group is not the file's (the kernel also clears it for a
+   * writer outside the group; supplementary groups are not sent, so a member through one loses the bit:
+   * the safe side). undefined when nothing changes.
+   */
+  private killedMode(ino: number, callerGid: number): number | undefined {
+    const node = this.view.get(ino);
+    if (node.kind !== 'file') return undefined;
+    const sgid = (node.mode & 0o010) !== 0 || (node.mode & 0o4000) === 0 || callerGid !== node.gid;
+    const mode = node.mode & ~(0o4000 | (sgid ? 0o2000 : 0));
+    return mode === node.mode ? undefined : mode;
+  }
+
+  private killSuidgid(req: Req, ino: number): void {
+    const mode = this.killedMode(ino, this.s.ctx(req).gid);
+    if (mode !== undefined) this.view.setMeta(ino, { mode });
   }
 
   private readdir(req: Req, ino: number, size: number, offset: number, plus: boolean): void {

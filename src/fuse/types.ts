@@ -25,6 +25,12 @@ export interface SetAttr {
   mode?: number; uid?: number; gid?: number; size?: number;
   atime?: { sec: number; nsec: number } | 'now'; mtime?: { sec: number; nsec: number } | 'now';
   ctime?: { sec: number; nsec: number };
+  /**
+   * With `handleKillpriv` (FUSE_HANDLE_KILLPRIV_V2): after the change, clear setuid, and setgid if the file is
+   * group-executable. The kernel asks for it on a chown of a non-directory, and on a truncate by a caller
+   * without CAP_FSETID; it no longer sends the cleared mode itself.
+   */
+  killSuidgid?: boolean;
 }
 
 /**
@@ -104,14 +110,15 @@ export interface Ops {
   /** flags: RENAME_NOREPLACE (1), RENAME_EXCHANGE (2). */
   rename(req: Req, parent: number, name: string, newParent: number, newName: string, flags: number): void;
   link(req: Req, ino: number, newParent: number, newName: string): void;
-  open(req: Req, ino: number, flags: number): void;
+  /** killSuidgid: an O_TRUNC open by a caller without CAP_FSETID (see SetAttr.killSuidgid). */
+  open(req: Req, ino: number, flags: number, killSuidgid?: boolean): void;
   read(req: Req, ino: number, size: number, offset: number, fh: number): void;
   /**
    * data is valid until this request is answered: it is a view of the binding's receive buffer, which
    * goes back to its pool with the reply (native/src/wbuf.c). Copy whatever is kept beyond the reply; never
    * transfer data.buffer to a worker.
    */
-  write(req: Req, ino: number, data: Buffer, offset: number, fh: number, flags: number): void;
+  write(req: Req, ino: number, data: Buffer, offset: number, fh: number, flags: number, killSuidgid?: boolean): void;
   flush(req: Req, ino: number, fh: number): void;
   release(req: Req, ino: number, fh: number, flags: number): void;
   fsync(req: Req, ino: number, datasync: boolean, fh: number): void;
@@ -145,6 +152,12 @@ export interface MountOptions {
    * the loop's fds, yielding the CPU) for the next one before the loop sleeps (native/src/session.c).
    */
   spinUs?: number;
+  /**
+   * Default false: grant the kernel FUSE_HANDLE_KILLPRIV_V2 when it offers it. The handlers then clear
+   * setuid/setgid themselves where `killSuidgid` says so (setattr, open, write), and the kernel stops asking
+   * for security.capability before every write(2) and for the attributes before every chown.
+   */
+  handleKillpriv?: boolean;
   /**
    * Default true: SIGINT/SIGTERM/SIGHUP/SIGQUIT unmount every session, then re-raise the signal if nobody
    * else listens for it. false: only the 'exit' hook and the addon's atexit() unmount; the application's

@@ -366,7 +366,7 @@ export class MountedHome {
       this.session = mountFn(this.cfg.mountpoint, adapter.ops(), {
         fsname: `homefs:${this.cfg.org}/${this.cfg.home}`, subtype: 'homefs', allowOther: this.cfg.allowOther,
         defaultPermissions: true, readOnly: this.cfg.readOnly, autoUnmount: true, writebackCache: !this.cfg.readOnly,
-        spinUs: this.cfg.fuseSpinUs ?? defaults.fuseSpinUs,
+        spinUs: this.cfg.fuseSpinUs ?? defaults.fuseSpinUs, handleKillpriv: true,
       });
     } catch (e) {
       throw new UserError(errorMessage(e)); // fuse/index.ts says what went wrong and what to do, in one line
