@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Which FUSE requests each system call of a file extraction causes (issue 13, docs/benchmarks.md).
 
-Usage: python3 bench/request-anatomy.py MNT   (MNT: a mounted homefs home, writeback cache on, the default)
+Usage: python3 bench/request-anatomy.py MNT [tar|git]   (MNT: a mounted homefs home, writeback cache on, the default)
 
 Makes the calls tar x makes for one file (create exclusive, write, write, fchown, fchmod, close, utimensat by
 path after another create in the directory), one at a time, and prints the difference of the mount's
 `homefs_fuse_ops_total` counters (`homefs status --metrics MNT`) around each call. The counters are read by
 another process, so the writeback of a call's pages (write, then a setattr of mtime) may land in that call's
-row or the next; the sum over the rows is exact. The files it makes are removed at the end.
+row or the next; the sum over the rows is exact. The files it makes are removed at the end. `git` makes the
+calls of git's checkout of one file instead (lstat of the missing name, create exclusive, write, fstat,
+close, then the same for a second file in the same directory).
 """
 import os
 import re
@@ -23,8 +25,8 @@ def counts(mnt):
 
 
 def main():
-    if len(sys.argv) != 2 or not os.path.ismount(sys.argv[1]):
-        sys.exit('usage: bench/request-anatomy.py MNT (a mounted homefs home)')
+    if len(sys.argv) not in (2, 3) or not os.path.ismount(sys.argv[1]) or sys.argv[2:] not in ([], ['tar'], ['git']):
+        sys.exit('usage: bench/request-anatomy.py MNT [tar|git] (MNT: a mounted homefs home)')
     mnt = sys.argv[1]
     d = os.path.join(mnt, f'anatomy-{os.getpid()}')
     os.mkdir(d)
@@ -35,7 +37,32 @@ def main():
         nonlocal fd
         fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
 
-    steps = [
+    def missing(path):
+        try:
+            os.lstat(path)
+        except FileNotFoundError:
+            return
+        raise RuntimeError(f'{path} exists')
+
+    git = [
+        ('lstat (missing)', lambda: missing(p)),
+        ('open(O_CREAT|O_EXCL)', create),
+        ('write 100 B', lambda: os.write(fd, b'x' * 100)),
+        ('fstat', lambda: os.fstat(fd)),
+        ('close', lambda: os.close(fd)),
+        ('lstat (missing) 2nd', lambda: missing(q)),
+        ('create 2nd, write', lambda: os.write(fd2(), b'y' * 100)),
+        ('fstat 2nd', lambda: os.fstat(fd)),
+        ('close 2nd', lambda: os.close(fd)),
+        ('lstat both', lambda: (os.lstat(p), os.lstat(q))),
+    ]
+
+    def fd2():
+        nonlocal fd
+        fd = os.open(q, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        return fd
+
+    steps = git if sys.argv[2:] == ['git'] else [
         ('open(O_CREAT|O_EXCL)', create),
         ('write 100 B', lambda: os.write(fd, b'x' * 100)),
         ('write 100 B again', lambda: os.write(fd, b'x' * 100)),

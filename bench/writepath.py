@@ -7,7 +7,8 @@ Each round runs every system once, in turn, so that all of them see the same min
 machine; the table shows medians and each system's ratio to native, with the load average. Rows:
 tar x of /usr/include (page cache dropped first), dd 512 MiB of random data + fsync, create / stat /
 delete 10,000 files from one process, 50 x (write 4 KiB + fsync); and (not in the default set: --only)
-git clone of a 20,000-file repository (--no-hardlinks), npm ci of 150 packages from a local cache
+tar x of the tools scenario's 5,000 small files (page cache dropped first), git clone of a 20,000-file
+repository (--no-hardlinks), npm ci of 150 packages from a local cache
 (--offline), and a warm sequential read of 1 GiB (written, read once, then read again and timed); the
 clone and npm inputs are bench/run's tool fixtures (bench/lib/fixtures.ts), generated once. homefs runs with a file:// store on a
 tmpfs (/dev/shm) and its state directory on disk (the work directory), default flags. Before each row,
@@ -26,11 +27,11 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROWS = ['tar', 'dd', 'create', 'stat', 'delete', 'fsync50']
-EXTRA = ['clone', 'npmci', 'seqread']
+EXTRA = ['tar5k', 'clone', 'npmci', 'seqread']
 LABEL = {
     'tar': 'tar x of /usr/include', 'dd': 'dd 512 MiB random + fsync', 'create': 'create 10,000 files',
     'stat': 'stat 10,000 files', 'delete': 'delete 10,000 files', 'fsync50': '50 x (write 4 KiB + fsync)',
-    'clone': 'git clone, 20,000 files', 'npmci': 'npm ci, 150 packages, local cache', 'seqread': 'sequential read 1 GiB, warm',
+    'tar5k': 'tar x of 5,000 files (tools scenario)', 'clone': 'git clone, 20,000 files', 'npmci': 'npm ci, 150 packages, local cache', 'seqread': 'sequential read 1 GiB, warm',
 }
 
 
@@ -63,6 +64,9 @@ def timed(fn):
 
 
 def workload(row, d, tarball, rand, fx=None):
+    if row == 'tar5k':
+        drop_caches()
+        return timed(lambda: sh('tar', 'xf', fx['tar5k'], '-C', d))
     if row == 'clone':
         return timed(lambda: sh('git', 'clone', '-q', '--no-hardlinks', fx['repo'], f'{d}/repo'))
     if row == 'npmci':
@@ -197,7 +201,7 @@ def main():
         rows = ['create'] + rows  # stat and delete work on the files create made
     builds = [h.split('=', 1) for h in a.homefs] or [['homefs', ROOT]]
     os.makedirs(a.work, exist_ok=True)
-    fx = fixtures(a.work) if {'clone', 'npmci'} & set(rows) else None
+    fx = fixtures(a.work) if {'tar5k', 'clone', 'npmci'} & set(rows) else None
     tarball, rand = os.path.join(a.work, 'usr-include.tar'), '/dev/shm/wp-bench-random'
     if not os.path.exists(tarball):
         with tarfile.open(tarball, 'w') as t:

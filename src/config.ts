@@ -89,6 +89,12 @@ export const defaults = {
    * an idle CPU's wake-up (~30 µs of a ~47 µs round trip on this VM; docs/benchmarks.md, issue 13). 0: never.
    */
   fuseSpinUs: 50,
+  /**
+   * While a FUSE request was answered in the last this many µs, idle-priority threads keep the machine's
+   * other CPUs from halting (native/src/idlepoll.c), so that the reply wakes the caller without a halted
+   * vCPU's wake-up (docs/decisions.md, "Idle pollers"). 0: never.
+   */
+  fuseIdlePollUs: 50,
   /** Lease TTL and renewal period. */
   leaseTtlMs: 30_000,
   /** Snapshots of history kept per home. */

@@ -71,6 +71,7 @@ test('exit codes: listed by --help, and distinct for usage, user error, store, d
       [['verify', 'acme/alice', '--store', 'file:///dev/null/store'], 3, /cannot open store file:\/\/\/dev\/null\/store: a component of its path is not a directory/],
       [['mount', 'acme/alice', join(work, 'mnt'), '--log-level', 'loud'], 2, /invalid --log-level 'loud': use one of trace, debug, info/],
       [['mount', 'acme/alice', join(work, 'mnt'), '--fuse-spin-us', 'fast'], 2, /invalid --fuse-spin-us 'fast': use 0 to 1000 \(microseconds\)/],
+      [['mount', 'acme/alice', join(work, 'mnt'), '--fuse-idle-poll-us', '2000'], 2, /invalid --fuse-idle-poll-us '2000': use 0 to 1000 \(microseconds\)/],
     ];
     await mkdir(join(work, 'mnt'));
     for (const [args, code, re] of cases) {

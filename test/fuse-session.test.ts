@@ -2,11 +2,13 @@
  * The FUSE binding's session behaviour: a SIGKILLed server leaves no accessor hanging and the mountpoint can
  * be mounted again; an answer delayed by one lookup does not block the directory (FUSE_PARALLEL_DIROPS);
  * interrupts reach the handler; missing ops answer ENOSYS; external unmounts and signals end the server
- * cleanly; mount errors are one clear line; the awake wait for the next request (spinUs) answers everything.
+ * cleanly; mount errors are one clear line; the awake wait for the next request (spinUs) answers everything;
+ * the idle pollers (idlePollUs) are idle-priority threads that live exactly as long as their mount.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import { fuseAvailable, startMemfsServer, tempMountpoint, isMounted, waitFor, forceUnmount } from './support/fuse-mount-helpers.js';
@@ -68,6 +70,37 @@ test('waiting awake for the next request (spinUs): every request is answered, a 
     await new Promise((res) => setTimeout(res, 100)); // idle: the next request wakes a sleeping loop
     assert.equal(fs.readdirSync(m).filter((n) => n.startsWith('f')).length, 300);
   } finally { await srv.stop(); }
+});
+
+/** Threads of `pid` under SCHED_IDLE (policy 5, field 41 of /proc/PID/task/TID/stat). */
+function idleThreads(pid: number | 'self'): number {
+  let n = 0;
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const fields = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+      if (fields[41 - 3] === '5') n++;
+    } catch { /* the thread ended meanwhile */ }
+  }
+  return n;
+}
+
+test('idle pollers (idlePollUs): one idle-priority thread per other CPU (at most 3) while mounted, none after', { skip }, async () => {
+  const want = Math.min(os.availableParallelism() - 1, 3);
+  const m = tempMountpoint('idlepoll');
+  const srv = await startMemfsServer(m, { mount: { spinUs: 50, idlePollUs: 1000 } });
+  try {
+    for (let i = 0; i < 300; i++) fs.writeFileSync(path.join(m, `f${i}`), `file ${i}\n`);
+    for (let i = 0; i < 300; i++) assert.equal(fs.readFileSync(path.join(m, `f${i}`), 'utf8'), `file ${i}\n`);
+    assert.equal(idleThreads(srv.pid), want, 'idle-priority threads of the serving process');
+  } finally { await srv.stop(); }
+  // In this process (nothing here touches the mountpoint): the threads go with the unmount.
+  const m2 = tempMountpoint('idlepoll2');
+  const before = idleThreads('self');
+  const session = mount(m2, {} as Ops, { idlePollUs: 50 });
+  try {
+    assert.equal(idleThreads('self') - before, want, 'pollers started with the mount');
+  } finally { session.unmount(); fs.rmSync(m2, { recursive: true, force: true }); }
+  assert.equal(idleThreads('self'), before, 'pollers joined at unmount');
 });
 
 test('a lookup answered later does not block other lookups in the same directory', { skip }, async () => {

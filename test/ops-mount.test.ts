@@ -76,7 +76,7 @@ test('mount -t fuse.homefs and an fstab entry mount and unmount a home; quota, m
     assert.ok(existsSync('/sbin/mount.homefs') && existsSync('/sbin/mount.fuse.homefs'));
 
     const opts = `store=${store},cache_dir=${join(work, 'cache')},state_dir=${join(work, 'state')}`;
-    await ok(run('mount', ['-t', 'fuse.homefs', 'acme/agent1', mnt, '-o', `${opts},_netdev,nofail,quota=4M,fuse_spin_us=20,log_level=debug`]), 'mount -t fuse.homefs');
+    await ok(run('mount', ['-t', 'fuse.homefs', 'acme/agent1', mnt, '-o', `${opts},_netdev,nofail,quota=4M,fuse_spin_us=20,fuse_idle_poll_us=20,log_level=debug`]), 'mount -t fuse.homefs');
     assert.ok(isMounted(mnt));
     assert.match(readFileSync('/proc/self/mounts', 'utf8'), new RegExp(`^homefs:acme/agent1 ${mnt} fuse\\.homefs `, 'm'));
     assert.equal(await ok(run('cat', [join(mnt, 'hello.txt')]), 'cat'), 'hello from the store\n');

@@ -35,8 +35,11 @@ enum hf_state { S_MOUNTED, S_CLOSING, S_CLOSED };
 struct hf_settings {
   int writeback_cache;
   unsigned max_write;  /* 0 = libfuse default (1 MiB) */
+  uint64_t idle_poll_ns; /* idle pollers' window after the last answered request (idlepoll.c), 0 = none */
   int killpriv_v2;     /* offer FUSE_HANDLE_KILLPRIV_V2 (the handlers clear suid/sgid when told: hf_session.kill) */
 };
+
+typedef struct hf_idlepoll hf_idlepoll;
 
 typedef struct hf_session {
   napi_env env;
@@ -74,7 +77,13 @@ typedef struct hf_session {
   uint64_t spin_ns;            /* how long that wait may last, 0 = never */
   int answered;                /* this loop turn drained a request: the next prepare waits awake */
   int spin_skip;               /* turns left in which the awake wait is skipped (another task used the CPU) */
+  hf_idlepoll *idle;           /* the idle pollers (idlepoll.c), or NULL */
 } hf_session;
+
+/* idlepoll.c: threads that keep the other CPUs from halting while requests flow (window 0 or one CPU: NULL). */
+hf_idlepoll *hf_idlepoll_start(uint64_t window_ns);
+void hf_idlepoll_touch(hf_idlepoll *p);
+void hf_idlepoll_stop(hf_idlepoll *p);
 
 /* slots.c: the table of outstanding requests. */
 typedef struct hf_slot {

@@ -198,6 +198,8 @@ void hf_session_teardown(hf_session *s, const char *reason, int external, int ex
   napi_env env = s->env;
   uv_poll_stop(s->poll);
   if (s->prep) uv_prepare_stop(s->prep);
+  hf_idlepoll_stop(s->idle);
+  s->idle = NULL;
   if (external) fuse_session_exit(s->se);
   if (!exiting) uv_close((uv_handle_t *)s->poll, poll_closed);
   if (!exiting && s->prep) { uv_close((uv_handle_t *)s->prep, poll_closed); s->prep = NULL; }
@@ -255,6 +257,7 @@ static void on_poll(uv_poll_t *h, int status, int events) {
     }
     s->depth--;
   }
+  if (s->answered) hf_idlepoll_touch(s->idle);
   if (ended) hf_session_teardown(s, ended, 1, 0);
   else if (s->unmount_pending) hf_session_teardown(s, "unmount", 0, 0);
   napi_ref pending = s->pending_exc;
@@ -272,9 +275,9 @@ static void on_poll(uv_poll_t *h, int status, int events) {
 
 static int fd_is_open_before[4096];
 
-/* mount(mountpoint, args: string[], ops, onUnmounted, writebackCache, maxWrite, spinUs, killprivV2) -> session handle */
+/* mount(mountpoint, args: string[], ops, onUnmounted, writebackCache, maxWrite, spinUs, killprivV2, idlePollUs) -> session handle */
 napi_value hf_mount(napi_env env, napi_callback_info info) {
-  size_t argc = 8; napi_value argv[8];
+  size_t argc = 9; napi_value argv[9];
   HF_CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   char mnt[4096]; size_t n;
   if (argc < 6 || napi_get_value_string_utf8(env, argv[0], mnt, sizeof(mnt), &n) != napi_ok) {
@@ -306,6 +309,9 @@ napi_value hf_mount(napi_env env, napi_callback_info info) {
   bool kp = false;
   if (argc >= 8) napi_get_value_bool(env, argv[7], &kp);
   s->settings.killpriv_v2 = kp;
+  double idle = 0;
+  if (argc >= 9) napi_get_value_double(env, argv[8], &idle);
+  s->settings.idle_poll_ns = idle > 0 && idle <= 1e6 ? (uint64_t)(idle * 1000) : 0;
   hf_fill_llops(s);
 
   uint32_t nargs = 0; napi_get_array_length(env, argv[1], &nargs);
@@ -388,6 +394,7 @@ napi_value hf_mount(napi_env env, napi_callback_info info) {
   uv_poll_init(loop, s->poll, s->fd);
   s->poll->data = s;
   uv_poll_start(s->poll, UV_READABLE, on_poll);
+  s->idle = hf_idlepoll_start(s->settings.idle_poll_ns);
   if (s->spin_ns) {
     s->prep = malloc(sizeof(uv_prepare_t));
     uv_prepare_init(loop, s->prep);

@@ -43,6 +43,7 @@ interface Options {
   logLevel: string;
   metricsAddr?: string;
   fuseSpinUs?: string;
+  fuseIdlePollUs?: string;
 }
 
 function isMountpoint(path: string): boolean {
@@ -53,9 +54,9 @@ function isMountpoint(path: string): boolean {
   }
 }
 
-function parseSpin(v: string): number {
+function parseMicros(flag: string, v: string): number {
   const n = Number(v);
-  if (!/^\d+$/.test(v) || n > 1000) throw new UsageError(`invalid --fuse-spin-us '${v}': use 0 to 1000 (microseconds)`);
+  if (!/^\d+$/.test(v) || n > 1000) throw new UsageError(`invalid ${flag} '${v}': use 0 to 1000 (microseconds)`);
   return n;
 }
 
@@ -74,7 +75,8 @@ function buildConfig(ref: string, mnt: string, o: Options): MountConfig {
     idleSealMs: o.idleSeal ? parseDuration('--idle-seal', o.idleSeal) : defaults.idleSealIntervalMs,
     parkAfterMs: o.parkAfter ? parseDuration('--park-after', o.parkAfter) : defaults.parkAfterMs,
     leaseTtlMs: o.leaseTtl ? parseDuration('--lease-ttl', o.leaseTtl) : defaults.leaseTtlMs,
-    fuseSpinUs: o.fuseSpinUs !== undefined ? parseSpin(o.fuseSpinUs) : defaults.fuseSpinUs,
+    fuseSpinUs: o.fuseSpinUs !== undefined ? parseMicros('--fuse-spin-us', o.fuseSpinUs) : defaults.fuseSpinUs,
+    fuseIdlePollUs: o.fuseIdlePollUs !== undefined ? parseMicros('--fuse-idle-poll-us', o.fuseIdlePollUs) : defaults.fuseIdlePollUs,
     excludes: excludePatterns(),
   };
 }
@@ -244,6 +246,7 @@ export function register(program: Command): void {
     .option('--park-after <duration>', 'idle time after which the home is parked', '10s')
     .option('--lease-ttl <duration>', 'lease lifetime without renewal', '30s')
     .option('--fuse-spin-us <n>', 'after answering FUSE requests, wait this long awake for the next before sleeping (0: never)', String(defaults.fuseSpinUs))
+    .option('--fuse-idle-poll-us <n>', 'while FUSE requests came in the last N µs, keep the other CPUs from halting (idle-priority threads; 0: never)', String(defaults.fuseIdlePollUs))
     .option('--log-level <level>', 'daemon log level (trace, debug, info, warn, error)', 'info')
     .option('--metrics-addr <[host:]port>', 'serve Prometheus /metrics and /healthz over HTTP (host default: 127.0.0.1)')
     .option('--foreground', 'run the daemon in this process')

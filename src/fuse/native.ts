@@ -13,7 +13,7 @@ export type NativeSession = object;
 
 export interface NativeAddon {
   mount(mountpoint: string, args: string[], ops: object, onUnmounted: (reason: string) => void,
-    writebackCache: boolean, maxWrite: number, spinUs: number, handleKillpriv: boolean): NativeSession;
+    writebackCache: boolean, maxWrite: number, spinUs: number, handleKillpriv: boolean, idlePollUs: number): NativeSession;
   unmount(s: NativeSession, exiting: boolean): void;
   invalInode(s: NativeSession, ino: number, off: number, len: number): number;
   invalEntry(s: NativeSession, parent: number, name: string): number;

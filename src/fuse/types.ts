@@ -159,6 +159,11 @@ export interface MountOptions {
    */
   handleKillpriv?: boolean;
   /**
+   * Default 0: while a request was answered in the last this many microseconds, threads under SCHED_IDLE
+   * keep the other CPUs from halting, so that waking the caller on its CPU is cheap (native/src/idlepoll.c).
+   */
+  idlePollUs?: number;
+  /**
    * Default true: SIGINT/SIGTERM/SIGHUP/SIGQUIT unmount every session, then re-raise the signal if nobody
    * else listens for it. false: only the 'exit' hook and the addon's atexit() unmount; the application's
    * own signal handlers must call unmount() (autoUnmount still covers SIGKILL).

@@ -79,6 +79,8 @@ export interface MountConfig {
   leaseTtlMs: number;
   /** The FUSE loop's awake wait for the next request, µs (config.ts defaults.fuseSpinUs); absent: that default. */
   fuseSpinUs?: number;
+  /** The idle pollers' window, µs (config.ts defaults.fuseIdlePollUs); absent: that default. */
+  fuseIdlePollUs?: number;
   excludes: string[];
 }
 
@@ -366,7 +368,7 @@ export class MountedHome {
       this.session = mountFn(this.cfg.mountpoint, adapter.ops(), {
         fsname: `homefs:${this.cfg.org}/${this.cfg.home}`, subtype: 'homefs', allowOther: this.cfg.allowOther,
         defaultPermissions: true, readOnly: this.cfg.readOnly, autoUnmount: true, writebackCache: !this.cfg.readOnly,
-        spinUs: this.cfg.fuseSpinUs ?? defaults.fuseSpinUs, handleKillpriv: true,
+        spinUs: this.cfg.fuseSpinUs ?? defaults.fuseSpinUs, handleKillpriv: true, idlePollUs: this.cfg.fuseIdlePollUs ?? defaults.fuseIdlePollUs,
       });
     } catch (e) {
       throw new UserError(errorMessage(e)); // fuse/index.ts says what went wrong and what to do, in one line
