@@ -82,12 +82,14 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *ud) {
         memset(&init, 0, sizeof(init));
         memcpy(&init, iov[1].iov_base, n);
         init.flags |= FUSE_PARALLEL_DIROPS;
-        if (s->settings.killpriv_v2 && (s->init_flags & FUSE_HANDLE_KILLPRIV_V2)) {
-          init.flags |= FUSE_HANDLE_KILLPRIV_V2;
-          s->killpriv_v2 = 1;
-        }
+        int grant = s->settings.killpriv_v2 && (s->init_flags & FUSE_HANDLE_KILLPRIV_V2);
+        if (grant) init.flags |= FUSE_HANDLE_KILLPRIV_V2;
         struct iovec v[2] = { iov[0], { &init, n } };
-        if (count == 2) return writev(fd, v, 2);
+        if (count == 2) {
+          ssize_t w = writev(fd, v, 2);
+          if (w >= 0 && grant) s->killpriv_v2 = 1;  /* the kernel now flags what must be cleared */
+          return w;
+        }
       }
     }
   }
