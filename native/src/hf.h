@@ -80,6 +80,15 @@ typedef struct hf_session {
   hf_idlepoll *idle;           /* the idle pollers (idlepoll.c), or NULL */
 } hf_session;
 
+/* A spin-wait hint to the CPU (and to a hypervisor's pause-loop detection). */
+static inline void hf_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
 /* idlepoll.c: threads that keep the other CPUs from halting while requests flow (window 0 or one CPU: NULL). */
 hf_idlepoll *hf_idlepoll_start(uint64_t window_ns);
 void hf_idlepoll_touch(hf_idlepoll *p);

@@ -49,7 +49,8 @@ static uint64_t now_ns(void) {
 static void *poller(void *arg) {
   hf_idlepoll *p = arg;
   struct sched_param sp = { .sched_priority = 0 };
-  pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+  /* A poller that cannot be idle-priority would take CPU time from real work: it ends instead. */
+  if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0) return NULL;
   while (!atomic_load(&p->stop)) {
     uint32_t seen = atomic_load(&p->wake);
     if (now_ns() - atomic_load(&p->last) > p->window_ns) {
@@ -60,7 +61,7 @@ static void *poller(void *arg) {
       atomic_fetch_sub(&p->sleeping, 1);
       continue;
     }
-    for (int i = 0; i < 64; i++) __builtin_ia32_pause();
+    for (int i = 0; i < 64; i++) hf_cpu_relax();
   }
   return NULL;
 }

@@ -152,7 +152,7 @@ static void on_prepare(uv_prepare_t *h) {
     if (now - start > s->spin_ns) return;
     /* With idle pollers (idlepoll.c) runnable beside us, a yield may hand this CPU to one of them: pause
      * instead; a caller that needs this CPU preempts us on its wake-up (caught just below). */
-    if (s->idle) { for (int i = 0; i < 64; i++) __builtin_ia32_pause(); }
+    if (s->idle) { for (int i = 0; i < 64; i++) hf_cpu_relax(); }
     else sched_yield();
     uint64_t after = mono_ns();
     if (after - now > YIELDED_NS) {  /* something else ran on this CPU (maybe the client): sleep instead */
