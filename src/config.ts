@@ -92,9 +92,10 @@ export const defaults = {
   /**
    * While a FUSE request was answered in the last this many µs, idle-priority threads keep the machine's
    * other CPUs from halting (native/src/idlepoll.c), so that the reply wakes the caller without a halted
-   * vCPU's wake-up (docs/decisions.md, "Idle pollers"). 0: never.
+   * vCPU's wake-up (docs/decisions.md, "Idle pollers"). 0: never, the default: the gain on this VM was
+   * mixed and noisy (faster creates, slower fsyncs, a slower first wake under load), so it is opt-in.
    */
-  fuseIdlePollUs: 50,
+  fuseIdlePollUs: 0,
   /** Lease TTL and renewal period. */
   leaseTtlMs: 30_000,
   /** Snapshots of history kept per home. */
