@@ -36,6 +36,7 @@ struct hf_idlepoll {
   _Atomic uint32_t wake;   /* futex word: bumped to wake sleeping pollers */
   _Atomic int sleeping;    /* pollers asleep on `wake` */
   _Atomic int stop;
+  _Atomic int started;     /* pollers past their start (idle-priority, or ended because they cannot be) */
   int n;
   pthread_t threads[POLLERS_MAX];
 };
@@ -49,8 +50,11 @@ static uint64_t now_ns(void) {
 static void *poller(void *arg) {
   hf_idlepoll *p = arg;
   struct sched_param sp = { .sched_priority = 0 };
-  /* A poller that cannot be idle-priority would take CPU time from real work: it ends instead. */
-  if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0) return NULL;
+  /* A poller that cannot be idle-priority would take CPU time from real work: it ends instead. (glibc's
+   * thread attributes refuse SCHED_IDLE, so the thread sets it itself; start waits for that.) */
+  int idle = pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) == 0;
+  atomic_fetch_add(&p->started, 1);
+  if (!idle) return NULL;
   while (!atomic_load(&p->stop)) {
     uint32_t seen = atomic_load(&p->wake);
     if (now_ns() - atomic_load(&p->last) > p->window_ns) {
@@ -79,6 +83,8 @@ hf_idlepoll *hf_idlepoll_start(uint64_t window_ns) {
     p->n++;
   }
   if (p->n == 0) { free(p); return NULL; }
+  /* Return only once every poller runs idle-priority: none spins at ordinary priority after the mount. */
+  while (atomic_load(&p->started) < p->n) sched_yield();
   return p;
 }
 
