@@ -5,7 +5,7 @@ import errno
 import os
 import stat
 
-from lib.asserts import NOBODY, as_user, eq, read, true, user_errno, write
+from lib.asserts import NOBODY, as_user, eq, errname, read, true, user_errno, write
 from lib.harness import check
 from posix_meta import UTIME_NOW, utimensat
 
@@ -207,6 +207,15 @@ def _(t):
         user_errno(0, lambda: cut(t.p(name)), what=f'truncate ({name}) a 06777 file')
         m = stat.S_IMODE(os.lstat(t.p(name)).st_mode)
         eq(oct(m), oct(0o777), f'mode after an unprivileged truncate ({name})')
+    # setgid without group execute stays for a member of the file's group, here through a supplementary group.
+    for name, cut in (('tm', lambda p: os.truncate(p, 1)),
+                      ('om', lambda p: os.close(os.open(p, os.O_WRONLY | os.O_TRUNC)))):
+        write(t.p(name), b'xyz')
+        os.chown(t.p(name), 0, 65533)
+        os.chmod(t.p(name), 0o2666)
+        got = as_user(lambda: cut(t.p(name)), NOBODY, NOBODY, groups=(65533,))
+        eq(errname(got), errname(0), f'truncate ({name}) a 02666 file as a member')
+        eq(oct(stat.S_IMODE(os.lstat(t.p(name)).st_mode)), oct(0o2666), f'mode after a member\'s truncate ({name})')
 
 
 @check('posix.perm.exec')
@@ -237,3 +246,59 @@ def _(t):
     os.mkdir(t.p('d'), 0o000)
     write(t.p('d', 'g'))
     true(as_user(lambda: os.stat(t.p('d', 'g'))) == errno.EACCES, 'nobody traverses a 0000 dir')
+
+
+# chown and the setuid/setgid bits, per file type: the kernel's rule (chown_common, setattr_should_drop_sgid)
+# is that a chown of anything but a directory clears setuid whoever calls it, and clears setgid when the
+# file is group-executable or the caller is neither privileged nor in the file's group (before the change).
+_SETID_TYPES = {
+    'regular': lambda p: write(p),
+    'fifo': lambda p: os.mkfifo(p),
+    'socket': lambda p: os.mknod(p, stat.S_IFSOCK | 0o644),
+    'block': lambda p: os.mknod(p, stat.S_IFBLK | 0o644, os.makedev(7, 240)),
+    'char': lambda p: os.mknod(p, stat.S_IFCHR | 0o644, os.makedev(1, 3)),
+    'dir': lambda p: os.mkdir(p),
+}
+_OTHER = 65533
+_THIRD = 65532
+
+
+def _chown_setid_case(t, kind, name, setup_gid, mode, user, to, want_nondir):
+    p = t.p(name)
+    _SETID_TYPES[kind](p)
+    os.chown(p, NOBODY, setup_gid)
+    os.chmod(p, mode)
+    before = os.lstat(p)
+    eq(oct(stat.S_IMODE(before.st_mode)), oct(mode), f'{kind} {name}: mode before the chown')
+    if user:
+        got = as_user(lambda: os.chown(p, *to), NOBODY, _OTHER, groups=(_THIRD, _OTHER))
+        eq(errname(got), errname(0), f'{kind} {name}: chown {to} as uid {NOBODY}')
+    else:
+        os.chown(p, *to)
+    want = mode if kind == 'dir' else want_nondir
+    st = os.lstat(p)
+    eq(oct(stat.S_IMODE(st.st_mode)), oct(want), f'{kind} {name}: mode after the chown')
+    eq(stat.S_IFMT(st.st_mode), stat.S_IFMT(before.st_mode), f'{kind} {name}: type kept')
+    eq((st.st_uid, st.st_gid), tuple(b if a == -1 else a for a, b in zip(to, (before.st_uid, before.st_gid))),
+       f'{kind} {name}: owner after the chown')
+
+
+def _register_chown_setid(kind):
+    @check(f'posix.perm.chown_setid_{kind}')
+    def _(t):
+        # (name, group before, mode, by nobody with groups 65532+65533?, chown to, mode after for a non-directory)
+        cases = (
+            ('user_gx', _OTHER, 0o6555, True, (NOBODY, _THIRD), 0o555),
+            ('user_member', _OTHER, 0o6444, True, (NOBODY, _THIRD), 0o2444),
+            ('user_outsider', 0, 0o6444, True, (NOBODY, _THIRD), 0o444),
+            ('user_same', _OTHER, 0o6555, True, (-1, -1), 0o555),
+            ('root_gx', _OTHER, 0o6555, False, (0, 0), 0o555),
+            ('root_nogx', _OTHER, 0o6444, False, (0, 0), 0o2444),
+            ('root_same', _OTHER, 0o6444, False, (-1, -1), 0o2444),
+        )
+        for name, gid, mode, user, to, want in cases:
+            _chown_setid_case(t, kind, name, gid, mode, user, to, want)
+
+
+for _kind in _SETID_TYPES:
+    _register_chown_setid(_kind)

@@ -21,6 +21,7 @@ import { CorruptObjectError, FormatError, NotFoundError, StoreUnavailableError }
 import { attrOf, entryOf, kindOfMode, toNs, type Timeouts } from './attr.js';
 import { Listings } from './listings.js';
 import { CommittedReplies } from './replies.js';
+import { clearedSetidMode } from './setid.js';
 
 export interface AdapterHooks {
   /** Every request: the home is active. */
@@ -345,12 +346,14 @@ export class FuseAdapter {
 
   private setattr(req: Req, ino: number, set: SetAttr, _fh: number | undefined): Promise<void> | void {
     this.writable();
-    const callerGid = set.killSuidgid ? this.s.ctx(req).gid : 0;
+    // The kernel flags a chown or a truncate that must clear setuid/setgid. A setattr with nothing in it but
+    // perhaps a ctime is what is left of a chown(-1, -1) or of file_remove_privs once the kernel has taken its
+    // kill bits out (FUSE_HANDLE_KILLPRIV_V2): both ask for the chown's rule (file_remove_privs only for an
+    // unprivileged caller). The kernel's own time updates always carry an mtime.
+    const caller = set.killSuidgid || isBare(set) ? this.s.ctx(req) : undefined;
     const meta = (): void => {
       const now = nowNs();
-      // A chown's clearing is setMeta's own (as before KILLPRIV_V2); a truncate's is the kernel's rule.
-      const chown = set.uid !== undefined || set.gid !== undefined;
-      const mode = set.mode ?? (set.killSuidgid && !chown ? this.killedMode(ino, callerGid) : undefined);
+      const mode = set.mode ?? (caller ? clearedSetidMode(this.view.get(ino), caller, set.size === undefined) : undefined);
       const node = this.view.setMeta(ino, {
         ...(mode !== undefined ? { mode } : {}),
         ...(set.uid !== undefined ? { uid: set.uid } : {}),
@@ -370,24 +373,9 @@ export class FuseAdapter {
     meta();
   }
 
-  /**
-   * FUSE_HANDLE_KILLPRIV_V2: the kernel flags a write, truncate or O_TRUNC open that must clear a regular
-   * file's setuid/setgid (its should_remove_suid, caller without CAP_FSETID). This is the mode without
-   * setuid, and without setgid when the file is group-executable, or when the flag cannot be for the setuid
-   * bit alone (none is set), or when the caller's group is not the file's (the kernel also clears it for a
-   * writer outside the group; supplementary groups are not sent, so a member through one loses the bit:
-   * the safe side). undefined when nothing changes.
-   */
-  private killedMode(ino: number, callerGid: number): number | undefined {
-    const node = this.view.get(ino);
-    if (node.kind !== 'file') return undefined;
-    const sgid = (node.mode & 0o010) !== 0 || (node.mode & 0o4000) === 0 || callerGid !== node.gid;
-    const mode = node.mode & ~(0o4000 | (sgid ? 0o2000 : 0));
-    return mode === node.mode ? undefined : mode;
-  }
-
+  /** A write or O_TRUNC open the kernel flagged (FUSE_HANDLE_KILLPRIV_V2): the caller lacks CAP_FSETID. */
   private killSuidgid(req: Req, ino: number): void {
-    const mode = this.killedMode(ino, this.s.ctx(req).gid);
+    const mode = clearedSetidMode(this.view.get(ino), this.s.ctx(req), false);
     if (mode !== undefined) this.view.setMeta(ino, { mode });
   }
 
@@ -419,4 +407,10 @@ export class FuseAdapter {
   private listed(e: [string, number] | undefined): [string, Inode | undefined] {
     return e ? [e[0], this.view.peek(e[1])] : ['', undefined];
   }
+}
+
+/** A setattr that changes nothing but perhaps the ctime (see setattr). */
+function isBare(set: SetAttr): boolean {
+  return set.mode === undefined && set.uid === undefined && set.gid === undefined && set.size === undefined &&
+    set.atime === undefined && set.mtime === undefined && set.killSuidgid !== true;
 }

@@ -26,9 +26,9 @@ export interface SetAttr {
   atime?: { sec: number; nsec: number } | 'now'; mtime?: { sec: number; nsec: number } | 'now';
   ctime?: { sec: number; nsec: number };
   /**
-   * With `handleKillpriv` (FUSE_HANDLE_KILLPRIV_V2): after the change, clear setuid, and setgid if the file is
-   * group-executable. The kernel asks for it on a chown of a non-directory, and on a truncate by a caller
-   * without CAP_FSETID; it no longer sends the cleared mode itself.
+   * With `handleKillpriv` (FUSE_HANDLE_KILLPRIV_V2): after the change, clear setuid/setgid by the kernel's
+   * rule (fs/setid.ts). The kernel asks for it on every chown of a non-directory (root's too, and chown -1 -1),
+   * and on a truncate by a caller without CAP_FSETID; it no longer sends the cleared mode itself.
    */
   killSuidgid?: boolean;
 }

@@ -332,7 +332,10 @@ export class HomeView {
     });
   }
 
-  /** chmod/chown/utimens (size changes go through the content layer). */
+  /**
+   * chmod/chown/utimens (size changes go through the content layer). A chown's clearing of setuid/setgid
+   * comes in `mode`: the kernel's rule needs the caller (fs/setid.ts).
+   */
   setMeta(ino: number, set: { mode?: number; uid?: number; gid?: number; atimeNs?: bigint; mtimeNs?: bigint; ctimeNs?: bigint }): Inode {
     const node = this.get(ino);
     const now = nowNs();
@@ -340,10 +343,6 @@ export class HomeView {
     if (set.mode !== undefined) patch.mode = set.mode & 0o7777;
     if (set.uid !== undefined) patch.uid = set.uid;
     if (set.gid !== undefined) patch.gid = set.gid;
-    // chown by anyone clears setuid/setgid of regular files (as the kernel does on local filesystems)
-    if ((set.uid !== undefined || set.gid !== undefined) && node.kind === 'file' && set.mode === undefined) {
-      patch.mode = node.mode & ~0o6000;
-    }
     if (set.atimeNs !== undefined) patch.atimeNs = set.atimeNs;
     if (set.mtimeNs !== undefined) patch.mtimeNs = set.mtimeNs;
     // An unlinked inode (the kernel writes its ctime back after every unlink): nothing to journal or seal.
