@@ -102,6 +102,17 @@ test('a fresh host takes the hot set from the pack and pulls at most 1.5x the by
   assert.ok(fetched <= 1.5 * touched, `pulled ${fetched} bytes for ${touched} touched`);
 });
 
+test('a fresh read-only mount warms from the record and the pack too, and leaves both as they were', async () => {
+  const record = readFileSync(recordFile);
+  const pack = readFileSync(packFile);
+  const rec = decodeHotSet(record);
+  const { warm } = await freshWake(['--read-only']);
+  assert.equal(warm.record, true);
+  assert.equal(warm.fromPack, rec.entries.filter((e) => e.packed).length);
+  assert.equal(warm.packRejected, 0);
+  assert.ok(readFileSync(recordFile).equals(record) && readFileSync(packFile).equals(pack), 'a read-only session records nothing');
+});
+
 test('a damaged wake pack is rejected object by object and the objects are fetched instead', async () => {
   const pack = readFileSync(packFile);
   for (let i = 100; i < pack.length; i += 4096) pack[i] = (pack[i] ?? 0) ^ 0xff;

@@ -113,6 +113,23 @@ test('a fresh host takes every tree from the pack in a few ranged GETs', async (
   assert.equal(rep.requests, 1, 'a small pack comes in its first ranged GET');
 });
 
+test('a fresh read-only mount takes every tree from the pack and writes none', async () => {
+  await store.delete(hotsetKey('acme', 'ns'));
+  const before = await store.get(key());
+  const mnt = await h.mount({ host: `ro${hostNo++}`, extra: ['--read-only'] });
+  try {
+    const rep = await packLoaded(mnt);
+    assert.equal(rep.found, true);
+    assert.equal(rep.sameRoot, true);
+    assert.equal(Number(rep.fromPack) + Number(rep.cached), 66, 'every tree came from the pack');
+    assert.equal(rep.requests, 1);
+    assert.equal(await shOk(`cd ${mnt} && ${LIST}`), expected, 'the read-only mount lists the pushed home');
+  } finally {
+    await h.sleep(mnt);
+  }
+  assert.ok((await store.get(key())).equals(before), 'the read-only sleep left the pack as it was');
+});
+
 test('a damaged pack is rejected tree by tree and the listing is still right', async () => {
   const pack = await store.get(key());
   const idx = decodeNsPackIndex(pack);

@@ -186,9 +186,10 @@ export class MountedHome {
     hooks.metrics.bindDirtyBytes(() => dirtyTotals(journal).bytes);
     this.lastSnapshot = journal.base().snapshot;
     this.gcFence = { gc: new GcFence(store, cfg.org), observed: null };
-    this.nsPack = isRemote(store.url) && !cfg.readOnly ? new NsPack(store, cfg.org, cfg.home, cache, log) : null;
+    // A read-only mount reads the pack at wake like any other (inspection and review forks wake as fast), and never writes one.
+    this.nsPack = isRemote(store.url) ? new NsPack(store, cfg.org, cfg.home, cache, log) : null;
     // Trees a seal writes go to the cache too, so the sleep's namespace pack need not fetch them back.
-    if (this.nsPack) objects.memo = { add: (hash, data) => void cache.put('meta', hash, data).catch(() => undefined) };
+    if (this.nsPack && !cfg.readOnly) objects.memo = { add: (hash, data) => void cache.put('meta', hash, data).catch(() => undefined) };
   }
 
   /**
@@ -648,7 +649,7 @@ export class MountedHome {
 
   /** Stores the namespace pack of the final snapshot unless the stored one is of it; never throws. */
   private async saveNsPack(): Promise<void> {
-    if (!this.nsPack || this.lease?.lost || this.lastSnapshot === null) return;
+    if (!this.nsPack || this.cfg.readOnly || this.lease?.lost || this.lastSnapshot === null) return;
     try {
       await this.nsPack.save((await this.objects.getSnapshot(this.lastSnapshot)).root);
     } catch (e) {
