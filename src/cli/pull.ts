@@ -11,7 +11,7 @@ import { pullSnapshot } from '../snapshot/pull.js';
 import { resolveHomeSnapshot } from '../snapshot/walk.js';
 import { parseHomeRef } from '../util/names.js';
 import { progressBar } from '../util/progress.js';
-import { addParallelOption, addStoreOption, formatBytes, parallelOption, withStore } from './store-option.js';
+import { formatBytes, parallelOption, transferCommand, withStore } from './store-option.js';
 
 interface Options {
   store?: string;
@@ -22,14 +22,10 @@ interface Options {
 }
 
 export function register(program: Command): void {
-  addParallelOption(addStoreOption(
-    program
-      .command('pull')
-      .description('materialize a snapshot of <org>/<home> (HEAD unless @<snapshot>) into a new directory')
-      .argument('<home>', '<org>/<home>[@<snapshot>]')
-      .argument('<dir>', 'destination (must not exist, or be an empty directory)'),
-  ), defaults.pull.parallelism)
-    .option('--json', 'print the result as one JSON object')
+  transferCommand(program, 'pull', 'materialize a snapshot of <org>/<home> (HEAD unless @<snapshot>) into a new directory', [
+    ['<home>', '<org>/<home>[@<snapshot>]'],
+    ['<dir>', 'destination (must not exist, or be an empty directory)'],
+  ], defaults.pull.parallelism)
     .option('--no-xattrs', 'do not restore extended attributes')
     .option('--no-owners', 'do not restore owners even when running as root')
     .action(async (ref: string, dir: string, opts: Options) => {

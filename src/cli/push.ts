@@ -14,7 +14,7 @@ import { ExitCode } from '../util/exit-codes.js';
 import { progressBar, type Progress } from '../util/progress.js';
 import { pushDirectory, type PushProgress } from '../snapshot/push.js';
 import { parseHomeRef } from '../util/names.js';
-import { addParallelOption, addStoreOption, formatBytes, parallelOption, withStore } from './store-option.js';
+import { formatBytes, parallelOption, transferCommand, withStore } from './store-option.js';
 
 interface Options {
   store?: string;
@@ -45,14 +45,10 @@ async function requireDirectory(dir: string): Promise<void> {
 }
 
 export function register(program: Command): void {
-  addParallelOption(addStoreOption(
-    program
-      .command('push')
-      .description('snapshot a directory as the new HEAD of <org>/<home> (prints the snapshot id); exit 5 if paths it could not read were left out')
-      .argument('<dir>', 'directory to snapshot')
-      .argument('<home>', '<org>/<home>'),
-  ), defaults.push.parallelism)
-    .option('--json', 'print the result as one JSON object')
+  transferCommand(program, 'push', 'snapshot a directory as the new HEAD of <org>/<home> (prints the snapshot id); exit 5 if paths it could not read were left out', [
+    ['<dir>', 'directory to snapshot'],
+    ['<home>', '<org>/<home>'],
+  ], defaults.push.parallelism)
     .option('--no-xattrs', 'do not read extended attributes')
     .option('--no-pack', 'do not write the push pack (then pull, and cold reads on a fresh host, fetch block by block)')
     .option('--rehash', 'read and hash every file, even those unchanged since HEAD (same size, mtime, ctime)')

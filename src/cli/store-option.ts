@@ -18,6 +18,16 @@ export function addParallelOption(cmd: Command, dflt: number): Command {
   return cmd.option('--parallel <n>', `files transferred at once, each with its store requests (default ${dflt}; more hides more store latency)`);
 }
 
+/**
+ * A push or pull command with its arguments, `--store`, `--parallel` and `--json`: the two move a home
+ * between a directory and the store, so they take the same options in the same order.
+ */
+export function transferCommand(program: Command, name: 'push' | 'pull', description: string, args: ReadonlyArray<readonly [string, string]>, parallelism: number): Command {
+  const cmd = program.command(name).description(description);
+  for (const [arg, about] of args) cmd.argument(arg, about);
+  return addParallelOption(addStoreOption(cmd), parallelism).option('--json', 'print the result as one JSON object');
+}
+
 /** The value of `--parallel`, checked: undefined when not given. */
 export function parallelOption(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;

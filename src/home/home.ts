@@ -32,7 +32,7 @@ import type { HomeMetrics } from '../metrics/homefs.js';
 import { MeteredStore } from '../store/metered.js';
 import { pruneHistory } from '../ops/history.js';
 import { defaults, storeTestOptions } from '../config.js';
-import { headsPrefix } from '../store/keys.js';
+import { headsPrefix, objectsPrefix } from '../store/keys.js';
 import { withWriteDelays } from '../store/faulty.js';
 import type { Store } from '../store/store.js';
 import { retrying } from '../util/backoff.js';
@@ -218,7 +218,7 @@ export class MountedHome {
         await opened.close();
         throw e;
       }) : opened;
-      const store = new MeteredStore(withWriteDelays(readable, { heads: headsPrefix(cfg.org, cfg.home), headMs: headDelayMs, blocks: `${cfg.org}/blocks/`, blockMs: blockDelayMs }), hooks.metrics.storeMeters());
+      const store = new MeteredStore(withWriteDelays(readable, { heads: headsPrefix(cfg.org, cfg.home), headMs: headDelayMs, blocks: objectsPrefix(cfg.org, 'blocks'), blockMs: blockDelayMs }), hooks.metrics.storeMeters());
       undo.push(() => store.close());
       const objects = new ObjectStore(store, cfg.org);
       // Cold reads cut out of the push pack, where the store is remote (a local one costs no round trips).

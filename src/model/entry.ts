@@ -5,19 +5,17 @@
  * always satisfy the codec's validation (snapshot/codec.ts).
  */
 import { isPortableIno } from './inos.js';
-import type { EntryKind, TreeEntry } from './tree.js';
+import type { TreeEntry } from './tree.js';
 
-/** What every entry records about its inode, whatever it was read from. */
-export interface EntryAttrs {
-  kind: EntryKind;
+/**
+ * What every entry records about its inode, whatever it was read from: the tree entry's own fields, except
+ * that `mode` and `size` arrive raw (from lstat or the journal) and treeEntry normalizes them.
+ */
+export interface EntryAttrs extends Pick<TreeEntry, 'kind' | 'uid' | 'gid' | 'mtimeNs' | 'ctimeNs'> {
   /** Mode bits; only the permission bits (mode & 0o7777) are kept. */
   mode: number;
-  uid: number;
-  gid: number;
   /** File length, or symlink target length; ignored for other kinds. */
   size: number;
-  mtimeNs: bigint;
-  ctimeNs: bigint;
   xattrs?: Array<[string, Buffer]> | undefined;
   target?: string | undefined;
   rdev?: number | undefined;

@@ -59,13 +59,8 @@ export interface Segment {
   objects: LogObject[];
 }
 
-interface SegmentHeader {
-  home: string;
-  gen: number;
-  seq: number;
-  writer: string;
-  snapshot: string;
-  time: string;
+/** A segment's fields as its header stores them: `chain` only when there is one, objects without their bytes. */
+interface SegmentHeader extends Pick<Segment, 'home' | 'gen' | 'seq' | 'writer' | 'snapshot' | 'time'> {
   chain?: number[];
   objects: Array<[string, string, number]>;
 }

@@ -6,10 +6,12 @@
  *     with the "store unreachable" exit code (3);
  *   - any other 4xx → a one-line UserError naming the key and the service's error code (never retried).
  * Missing keys and failed preconditions are not errors for the callers in s3.ts: see isMissing and
- * isPreconditionFailed.
+ * isPreconditionFailed. Both S3 stores (s3.ts, s3lean.ts) answer `has()` through presentKeys, which
+ * settles what a HEAD's 404 means.
  */
 import { StoreUnavailableError, UserError, errorMessage } from '../util/errors.js';
 import { ExitCode } from '../util/exit-codes.js';
+import { mapLimit } from '../util/concurrency.js';
 import { TransientStoreError, isTransientCode } from './transient.js';
 
 interface SdkErrorShape {
@@ -33,6 +35,22 @@ export function isMissing(e: unknown): boolean {
   const s = shape(e);
   if (s.name === 'NoSuchBucket') return false;
   return s.name === 'NoSuchKey' || s.name === 'NotFound' || httpStatus(e) === 404;
+}
+
+/**
+ * `has()` of an S3 store: one `head` a key, `parallelism` at once, answering true (found) or false (404),
+ * else throwing. A HEAD answer has no body, so a 404 cannot tell a missing key from a missing bucket: after
+ * any miss, `bucketExists` decides (it throws when the bucket is missing).
+ */
+export async function presentKeys(keys: readonly string[], parallelism: number, head: (key: string) => Promise<boolean>, bucketExists: () => Promise<void>): Promise<Set<string>> {
+  const found = new Set<string>();
+  let missed = false;
+  await mapLimit(keys, parallelism, async (key) => {
+    if (await head(key)) found.add(key);
+    else missed = true;
+  });
+  if (missed) await bucketExists();
+  return found;
 }
 
 /** `If-None-Match: *` found an existing object. */

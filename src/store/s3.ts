@@ -35,10 +35,9 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { defaults } from '../config.js';
-import { mapLimit } from '../util/concurrency.js';
 import { NotFoundError } from '../util/errors.js';
 import { checkRange, validateKey } from './file.js';
-import { classifyS3Error, httpStatus, isMissing, isPreconditionFailed } from './s3-errors.js';
+import { classifyS3Error, httpStatus, isMissing, isPreconditionFailed, presentKeys } from './s3-errors.js';
 import type { ObjectInfo, PendingUpload, Store, Uploads } from './store.js';
 import { formatS3Url, parseS3Url, type S3Location } from './s3-url.js';
 
@@ -120,20 +119,16 @@ export class S3Store implements Store {
     return this.bucketChecked;
   }
 
-  async has(keys: readonly string[]): Promise<Set<string>> {
-    const found = new Set<string>();
-    let missed = false;
-    await mapLimit(keys, this.loc.parallelism, async (key) => {
+  has(keys: readonly string[]): Promise<Set<string>> {
+    return presentKeys(keys, this.loc.parallelism, async (key) => {
       try {
         await this.client.send(new HeadObjectCommand({ Bucket: this.loc.bucket, Key: this.objectKey(key) }));
-        found.add(key);
+        return true;
       } catch (e) {
         if (!isMissing(e)) this.fail(e, key);
-        missed = true;
+        return false;
       }
-    });
-    if (missed) await this.bucketExists();
-    return found;
+    }, () => this.bucketExists());
   }
 
   async get(key: string): Promise<Buffer> {

@@ -21,11 +21,10 @@ import { createHash, createHmac } from 'node:crypto';
 import type { Agent as HttpAgent, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import { defaults } from '../config.js';
-import { mapLimit } from '../util/concurrency.js';
 import { http, https } from '../util/node-http.js';
 import { NotFoundError, UsageError } from '../util/errors.js';
 import { checkRange, validateKey } from './file.js';
-import { classifyS3Error, isMissing } from './s3-errors.js';
+import { classifyS3Error, isMissing, presentKeys } from './s3-errors.js';
 import { formatS3Url, parseS3Url, type S3Location } from './s3-url.js';
 import type { ObjectInfo, PendingUpload, Store, Uploads } from './store.js';
 
@@ -254,20 +253,16 @@ export class LeanS3Store implements Store {
     return this.bucketChecked;
   }
 
-  async has(keys: readonly string[]): Promise<Set<string>> {
-    const found = new Set<string>();
-    let missed = false;
-    await mapLimit(keys, this.loc.parallelism, async (key) => {
+  has(keys: readonly string[]): Promise<Set<string>> {
+    return presentKeys(keys, this.loc.parallelism, async (key) => {
       try {
         await this.ask((s) => s === 200, 'HEAD', key);
-        found.add(key);
+        return true;
       } catch (e) {
         if (!(e instanceof NotFoundError)) throw e;
-        missed = true;
+        return false;
       }
-    });
-    if (missed) await this.bucketExists();
-    return found;
+    }, () => this.bucketExists());
   }
 
   async get(key: string): Promise<Buffer> {

@@ -35,48 +35,62 @@ function classify(p: string, isDir: boolean | null, e: unknown): Step {
   return { kind: 'fail', error: failure(p, e) };
 }
 
-/** Creates `path` (and its missing parents, all with `mode`); a directory already there is fine. */
-export function makeDirsSync(path: string, mode = 0o700): void {
+/** A file system call the walk asks for, and what it answered: a stat says whether it found a directory. */
+type Call = { op: 'stat' | 'mkdir'; path: string };
+type Answer = { ok: true; isDir: boolean } | { ok: false; error: unknown };
+
+/**
+ * The walk itself, as a generator that yields each call and is resumed with its answer, so that the sync
+ * and the async form run the same steps and differ only in how they make the calls.
+ */
+function* walk(path: string): Generator<Call, void, Answer> {
   const missing: string[] = [];
   for (let p = resolve(path); ; p = dirname(p)) {
-    let step: Step;
-    try {
-      step = classify(p, statSync(p).isDirectory(), undefined);
-    } catch (e) {
-      step = classify(p, null, e);
-    }
+    const a = yield { op: 'stat', path: p };
+    const step = a.ok ? classify(p, a.isDir, undefined) : classify(p, null, a.error);
     if (step.kind === 'fail') throw step.error;
     if (step.kind === 'exists' || dirname(p) === p) break;
     missing.push(p);
   }
   for (const d of missing.reverse()) {
-    try {
-      mkdirSync(d, { mode });
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(d).isDirectory()) throw failure(d, e);
-    }
+    const made = yield { op: 'mkdir', path: d };
+    if (made.ok) continue;
+    if ((made.error as NodeJS.ErrnoException).code !== 'EEXIST') throw failure(d, made.error);
+    // EEXIST is fine when what is there (made meanwhile, by another process) is a directory
+    const there = yield { op: 'stat', path: d };
+    if (!there.ok) throw there.error;
+    if (!there.isDir) throw failure(d, made.error);
   }
+}
+
+function callSync(c: Call, mode: number): Answer {
+  try {
+    if (c.op === 'stat') return { ok: true, isDir: statSync(c.path).isDirectory() };
+    mkdirSync(c.path, { mode });
+    return { ok: true, isDir: true };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+async function call(c: Call, mode: number): Promise<Answer> {
+  try {
+    if (c.op === 'stat') return { ok: true, isDir: (await stat(c.path)).isDirectory() };
+    await mkdir(c.path, { mode });
+    return { ok: true, isDir: true };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+/** Creates `path` (and its missing parents, all with `mode`); a directory already there is fine. */
+export function makeDirsSync(path: string, mode = 0o700): void {
+  const w = walk(path);
+  for (let r = w.next(); !r.done; r = w.next(callSync(r.value, mode)));
 }
 
 /** The async form of makeDirsSync. */
 export async function makeDirs(path: string, mode = 0o700): Promise<void> {
-  const missing: string[] = [];
-  for (let p = resolve(path); ; p = dirname(p)) {
-    let step: Step;
-    try {
-      step = classify(p, (await stat(p)).isDirectory(), undefined);
-    } catch (e) {
-      step = classify(p, null, e);
-    }
-    if (step.kind === 'fail') throw step.error;
-    if (step.kind === 'exists' || dirname(p) === p) break;
-    missing.push(p);
-  }
-  for (const d of missing.reverse()) {
-    try {
-      await mkdir(d, { mode });
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || !(await stat(d)).isDirectory()) throw failure(d, e);
-    }
-  }
+  const w = walk(path);
+  for (let r = w.next(); !r.done; r = w.next(await call(r.value, mode)));
 }
