@@ -81,6 +81,11 @@ export const defaults = {
   cacheSizeBytes: 10 * 1024 * 1024 * 1024,
   /** Seal at most this often while parked (idle). */
   idleSealIntervalMs: 5 * 60_000,
+  /**
+   * Continuous protection (home/protect.ts): while a home is active, every change reaches the store within
+   * this long, fsync'd or not (`--protect-interval`; 0: off).
+   */
+  protectIntervalMs: 10_000,
   /** A home with no FUSE activity for this long is parked. */
   parkAfterMs: 10_000,
   /**

@@ -24,6 +24,12 @@ after(async () => {
   for (const h of homes) await h.cleanup();
 });
 
+/**
+ * These mounts test exactly which of a seal's and the log's writes an fsync waits for: nothing else may
+ * write to the store meanwhile (no write-behind, no protection runs; those have tests of their own).
+ */
+const ONLY_FSYNC = ['--no-write-behind', '--protect-interval', '0'];
+
 const WRITE_FSYNC = `python3 -c 'import os,sys; fd=os.open(sys.argv[1], os.O_WRONLY|os.O_CREAT|os.O_TRUNC, 0o644); os.write(fd, sys.argv[2].encode()); os.fsync(fd); os.close(fd)'`;
 
 function writeFsync(file: string, text: string): Promise<string> {
@@ -36,7 +42,7 @@ async function slowHeadMount(name: string): Promise<{ h: TestHome; mnt: string }
   homes.push(h);
   process.env.HOMEFS_TEST_HEAD_DELAY_MS = String(HEAD_DELAY_MS);
   try {
-    const mnt = await h.mount();
+    const mnt = await h.mount({ extra: ONLY_FSYNC });
     await writeFsync(`${mnt}/base`, 'sealed first');
     return { h, mnt };
   } finally {
@@ -101,7 +107,7 @@ test('an fsync of a file the running seal is still uploading waits for neither t
   process.env.HOMEFS_TEST_BLOCK_DELAY_MS = '8000';
   let mnt: string;
   try {
-    mnt = await h.mount();
+    mnt = await h.mount({ extra: ONLY_FSYNC });
   } finally {
     delete process.env.HOMEFS_TEST_BLOCK_DELAY_MS;
   }
@@ -138,12 +144,12 @@ const CLAIMANT_BLOCK_DELAY_MS = 25_000;
 test("the fencing race: a takeover's tombstone lands after the old holder's seal looked at its segments; that seal loses HEAD and the fenced fsync stays invisible", async () => {
   const h = new TestHome('acme', 'race1');
   homes.push(h);
-  let mnt = await h.mount();
+  let mnt = await h.mount({ extra: ONLY_FSYNC });
   await writeFsync(`${mnt}/base`, 'sealed first');
   await h.sleep(mnt);
   process.env.HOMEFS_TEST_HEAD_DELAY_MS = String(OLD_HEAD_DELAY_MS);
   try {
-    mnt = await h.mount(); // the same state directory wakes: the old holder, whose HEAD writes are held back
+    mnt = await h.mount({ extra: ONLY_FSYNC }); // the same state directory wakes: the old holder, whose HEAD writes are held back
   } finally {
     delete process.env.HOMEFS_TEST_HEAD_DELAY_MS;
   }

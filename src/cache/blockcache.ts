@@ -110,6 +110,10 @@ export class BlockCache {
   private readonly inflight = new Map<string, Promise<Loaded>>();
   private readonly background = new Set<Promise<unknown>>();
   private readonly slots: FetchSlots;
+  /** A reader is waiting for a store fetch slot (background work should start nothing new). */
+  get foregroundWaiting(): boolean {
+    return this.slots.waiting > 0;
+  }
   private readonly queue: PrefetchQueue;
   private readonly hash: HashFn;
   private readonly timeoutMs: number;

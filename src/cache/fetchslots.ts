@@ -38,6 +38,11 @@ export class FetchSlots {
     return this.releaser(true);
   }
 
+  /** Foreground fetches waiting for a slot. */
+  get waiting(): number {
+    return this.waiters.length;
+  }
+
   get inFlight(): number {
     return this.running;
   }

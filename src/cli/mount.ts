@@ -39,6 +39,8 @@ interface Options {
   quota?: string;
   idleSeal?: string;
   parkAfter?: string;
+  protectInterval?: string;
+  writeBehind?: boolean;
   leaseTtl?: string;
   logLevel: string;
   metricsAddr?: string;
@@ -74,6 +76,8 @@ function buildConfig(ref: string, mnt: string, o: Options): MountConfig {
     quotaBytes: o.quota ? parseBytes('--quota', o.quota) : 0,
     idleSealMs: o.idleSeal ? parseDuration('--idle-seal', o.idleSeal) : defaults.idleSealIntervalMs,
     parkAfterMs: o.parkAfter ? parseDuration('--park-after', o.parkAfter) : defaults.parkAfterMs,
+    protectIntervalMs: o.protectInterval !== undefined ? parseDuration('--protect-interval', o.protectInterval) : defaults.protectIntervalMs,
+    writeBehind: o.writeBehind !== false,
     leaseTtlMs: o.leaseTtl ? parseDuration('--lease-ttl', o.leaseTtl) : defaults.leaseTtlMs,
     fuseSpinUs: o.fuseSpinUs !== undefined ? parseMicros('--fuse-spin-us', o.fuseSpinUs) : defaults.fuseSpinUs,
     fuseIdlePollUs: o.fuseIdlePollUs !== undefined ? parseMicros('--fuse-idle-poll-us', o.fuseIdlePollUs) : defaults.fuseIdlePollUs,
@@ -244,6 +248,8 @@ export function register(program: Command): void {
     .option('--quota <bytes>', 'capacity of the home: writes past it fail with ENOSPC; df shows it')
     .option('--idle-seal <duration>', 'seal a parked home at most this often', '5m')
     .option('--park-after <duration>', 'idle time after which the home is parked', '10s')
+    .option('--protect-interval <duration>', 'while active, every change reaches the store within this long, fsync\'d or not (0: off)', '10s')
+    .option('--no-write-behind', 'do not upload quiet changed files in the background (fsync and sleep then upload everything)')
     .option('--lease-ttl <duration>', 'lease lifetime without renewal', '30s')
     .option('--fuse-spin-us <n>', 'after answering FUSE requests, wait this long awake for the next before sleeping (0: never)', String(defaults.fuseSpinUs))
     .option('--fuse-idle-poll-us <n>', 'while FUSE requests came in the last N µs, keep the other CPUs from halting (idle-priority threads; 0: never)', String(defaults.fuseIdlePollUs))

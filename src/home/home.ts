@@ -24,7 +24,7 @@ import { Excludes } from '../snapshot/excludes.js';
 import { TreeWalk } from '../snapshot/treewalk.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { GcFence } from '../snapshot/gcfence.js';
-import { LogFencedError, LogFullError, LogUnsafeError, seal, sealToLog, type SealDeps, type SealResult } from '../seal/seal.js';
+import { LogFencedError, LogFullError, LogUnsafeError, SegmentTrees, seal, sealToLog, type SealDeps, type SealResult } from '../seal/seal.js';
 import type { ReuseLog } from '../snapshot/objects.js';
 import { dropOldLogs } from '../snapshot/homelog.js';
 import { chainFor, chainLanded, newChain, type LogState } from './logchain.js';
@@ -45,7 +45,10 @@ import { acquirePidLock } from './pidlock.js';
 import { Sealer } from './sealer.js';
 import { CacheMetricsMirror, Capacity, dirtyTotals, homeStatus } from './report.js';
 import { HashPool } from '../hash/pool.js';
-import { Presealer, inodePath } from '../seal/preseal.js';
+import { Presealer, excludedIno } from '../seal/preseal.js';
+import type { WriteBehind } from '../seal/writebehind.js';
+import { Protection } from './protect.js';
+import { startWriteBehind } from './writebehind.js';
 import { GitIndexPrefetch } from './gitindex.js';
 import { HotSet } from './hotset.js';
 import { NsPack } from './nspack.js';
@@ -82,6 +85,10 @@ export interface MountConfig {
   /** The idle pollers' window, µs (config.ts defaults.fuseIdlePollUs); absent: that default. */
   fuseIdlePollUs?: number;
   excludes: string[];
+  /** Continuous protection's interval (home/protect.ts), ms; 0: off; absent: config.ts defaults.protectIntervalMs. */
+  protectIntervalMs?: number;
+  /** Upload quiet files' blocks in the background (seal/writebehind.ts); absent: on. */
+  writeBehind?: boolean;
 }
 
 type MountFn = (mountpoint: string, ops: ReturnType<FuseAdapter['ops']>, opts: Record<string, unknown>) => Session;
@@ -129,6 +136,10 @@ export class MountedHome {
   private readonly hashPool = new HashPool({ threads: defaults.sealHashThreads });
   /** Hashes and uploads the blocks of large files while they are written (seal/preseal.ts); none when read-only. */
   private preseal: Presealer | undefined;
+  /** Stores the blocks of quiet changed files in the background (seal/writebehind.ts); none when read-only. */
+  private writeBehind: WriteBehind | undefined;
+  /** The bounded loss window (home/protect.ts); none when read-only. */
+  private protection: Protection | undefined;
   private exitWith: (code: number) => void = () => undefined;
   /**
    * Resolves with the daemon's exit status once the home is asleep for good: after `sleep()` (a signal,
@@ -161,6 +172,8 @@ export class MountedHome {
   private readonly segmenter: Sealer<boolean>;
   /** The last segment started: settled when it landed or failed (with its error), and when its content was captured. */
   private logWrite: Promise<unknown> = Promise.resolve(null);
+  /** Trees log segments computed, reused by the next segment while unchanged (seal.ts). */
+  private readonly segmentTrees = new SegmentTrees();
   private logCaptured: Promise<void> = Promise.resolve();
 
   private constructor(
@@ -317,6 +330,7 @@ export class MountedHome {
       h.packReads = packReads;
       h.logState = cfg.fsync === 'store' && choice.log ? { ...choice.log, chain: newChain(choice.log.nextSeq) } : null;
       if (!cfg.readOnly && defaults.presealBlocks) h.startPreseal();
+      if (!cfg.readOnly) h.startProtection();
       undo.push(() => h.hashPool.close());
       undo.push(() => {
         h.control?.close();
@@ -416,6 +430,7 @@ export class MountedHome {
   private tick(): void {
     this.cacheMetrics.sync();
     if (this.state !== 'active' && this.state !== 'parked') return;
+    this.protection?.tick(this.state === 'active');
     const idle = Date.now() - this.lastActivity;
     if (this.state === 'active' && idle >= this.cfg.parkAfterMs) this.state = 'parked';
     if (this.state === 'parked' && this.journal.changedCount > 0 && !this.sealer.busy && Date.now() - this.lastSealAt >= this.cfg.idleSealMs) {
@@ -441,19 +456,38 @@ export class MountedHome {
     return {
       journal: this.journal, content: this.content, objects: this.objects,
       excludes: new Excludes(this.cfg.excludes), home: this.cfg.home, host: this.host, parallelism: defaults.sealParallelism,
-      hash: (data) => this.hashPool.hash(data), fence: this.gcFence, uploading: (hash) => this.preseal?.uploading(hash),
+      hash: (data) => this.hashPool.hash(data), fence: this.gcFence,
+      uploading: (hash) => this.preseal?.uploading(hash) ?? this.writeBehind?.inFlight(hash),
+      storedUnder: (hash, epoch) => this.writeBehind?.has(hash, epoch) ?? false,
+      segmentTrees: this.segmentTrees,
     };
+  }
+
+  /** Write-behind (unless turned off) and the protection interval (unless 0). */
+  private startProtection(): void {
+    if (this.cfg.writeBehind !== false) {
+      this.writeBehind = startWriteBehind({
+        journal: this.journal, content: this.content, view: this.view, objects: this.objects, cache: this.cache,
+        excludes: new Excludes(this.cfg.excludes), fence: this.gcFence, hash: (data) => this.hashPool.hash(data),
+        presealing: (hash) => this.preseal?.uploading(hash), log: this.log,
+      });
+    }
+    const interval = this.cfg.protectIntervalMs ?? defaults.protectIntervalMs;
+    if (interval > 0) {
+      this.protection = new Protection({
+        mutations: () => this.journal.mutations,
+        flushKernel: () => this.flushKernel(),
+        segment: () => this.segmenter.request('protect'),
+        seal: () => this.sealer.request('protect'),
+        log: this.log,
+      }, interval);
+    }
   }
 
   private startPreseal(): void {
     const excludes = new Excludes(this.cfg.excludes);
     const p = new Presealer({
-      excluded: (ino) => {
-        // Like the seal's walk: an excluded directory leaves out everything below it.
-        const names = inodePath(this.journal, ino);
-        if (!names) return true;
-        return names.some((_, i) => excludes.excluded(names.slice(0, i + 1).join('/'), i < names.length - 1));
-      },
+      excluded: (ino) => excludedIno(this.journal, excludes, ino),
       hashEarly: (ino, index, into) => this.content.hashEarly(ino, index, (data) => this.hashPool.hash(data), into),
       upload: async (hash, data) => {
         if ((await this.objects.missingBlocks([hash])).size === 0) return false;
@@ -505,6 +539,7 @@ export class MountedHome {
    */
   private async logNow(l: LogState, seq: number, lease: Lease): Promise<boolean> {
     const started = Date.now();
+    const mark = this.journal.mutations;
     const chain = chainFor(l, seq);
     const write = this.tracked(async (captured) => {
       if (!(await lease.confirmed())) throw new UserError('this mount cannot confirm its lease (lost to another host, or the store is unreachable): its fsync is not in the store');
@@ -516,12 +551,14 @@ export class MountedHome {
         chainLanded(l, chain, seq, r.keys);
         this.logged(r, started, 'log');
       }
+      this.protection?.covered(mark, started);
       return true;
     } catch (e) {
       if (e instanceof LogFullError) {
         this.logBytes = Infinity; // until the seal that follows
         return false;
       }
+      if (e instanceof LogUnsafeError) return false; // a gc was announced since write-behind's tags: the seal's fence handles it
       this.logFailed(e, l.gen, seq);
       throw e;
     }
@@ -606,6 +643,7 @@ export class MountedHome {
   private async runSeal(reason: string, sealing: MountedHome['sealing'], walked: (r: ReuseLog | null) => void, beforeHead: () => Promise<void>): Promise<SealResult | null> {
     if (this.lease?.lost) throw new UserError('this mount lost its lease to another host; its changes stay local and are not sealed');
     const started = Date.now();
+    const mark = this.journal.mutations;
     // Until this seal commits, blocks it records as sealed may be referenced by no HEAD: no log segment may rely on them
     // (but for its tail: segments written once it has captured everything, while none relies on a deduplicated block).
     const base = this.journal.base();
@@ -619,6 +657,7 @@ export class MountedHome {
       const r = await seal({ ...this.sealDeps(), beforeHead, ...(sealing ? { tail: { seq: sealing.seq, walked: walkedAt } } : {}) }, reason);
       this.log.debug({ op: 'seal.phase', reason, commitMs: Date.now() - sealStart }, 'seal committed');
       this.journal.setMeta(LOG_OK, r ? r.gen : base.gen);
+      this.protection?.covered(mark, started);
       // Its snapshot requires readers to know logs: from now on fsyncs may go to the log of its generation.
       if (r && this.lease && this.cfg.fsync === 'store') this.absorbed(r.gen, sealing);
       this.lastSealAt = Date.now();
@@ -674,13 +713,17 @@ export class MountedHome {
     if (!(await lease.confirmed()) || this.logState !== l || this.sealing !== s) return false; // (the seal may have ended meanwhile)
     const seq = l.nextSeq++;
     const chain = chainFor(l, seq);
+    const mark = this.journal.mutations;
     try {
       const target = { gen: l.gen, seq, writer: lease.token, chain };
-      const r = await this.tracked((captured) => sealToLog(this.sealDeps(), target, 'fsync', defaults.logMaxBytes, () => reuse.blocks.size === 0, captured));
+      // Of the seal's dedupe hits, the tail may rely only on write-behind's tagged blocks, and then confirms their epoch.
+      const onlyTagged = (): boolean => [...reuse.blocks].every((h) => reuse.tagged.has(h));
+      const r = await this.tracked((captured) => sealToLog(this.sealDeps(), target, 'fsync', defaults.logMaxBytes, onlyTagged, captured, () => reuse.tagged.size > 0));
       if (r) {
         chainLanded(l, chain, seq, r.keys);
         this.logged(r, started, 'log-tail');
       }
+      this.protection?.covered(mark, started);
       return true;
     } catch (e) {
       if (e instanceof LogUnsafeError || e instanceof LogFullError) return false;
@@ -707,6 +750,7 @@ export class MountedHome {
     }
     this.oldLogs = tail !== null; // the tail's segments go with the next seal
     this.logState = { gen, nextSeq: 0, chained: true, chain: newChain(0) };
+    this.segmentTrees.clear();
     this.logSegments = 0;
     this.logBytes = 0;
   }
@@ -749,8 +793,23 @@ export class MountedHome {
       lastSealAt: this.lastSealAt, lastSnapshot: this.lastSnapshot, lastError: this.lastError, seals: this.seals,
       bytesUploaded: this.bytesUploaded, hotset: { entries: this.hot.entries, touchedBytes: this.hot.touchedBytes, warm: this.hot.warm }, nspack: this.nsPack?.report ?? null, pushpack: this.packReads?.report ?? null,
       preseal: this.preseal ? { hashed: this.preseal.hashed, uploaded: this.preseal.uploaded } : null,
+      protection: this.protectionReport(),
       metricsUrl: this.hooks.metricsUrl,
     });
+  }
+
+  /** Write-behind's backlog and throughput, and the age of the oldest change not in the store (status, metrics). */
+  protectionReport(): Record<string, unknown> | null {
+    const wb = this.writeBehind;
+    if (!wb && !this.protection) return null;
+    const b = wb?.backlog();
+    return {
+      intervalMs: this.protection?.intervalMs ?? 0,
+      oldestUnprotectedMs: this.protection?.oldestMs() ?? null,
+      backlogFiles: b?.files ?? 0, backlogBytes: b?.bytes ?? 0, backlogOldestMs: b?.oldest != null ? Date.now() - b.oldest : 0,
+      filesStored: wb?.filesStored ?? 0, blocksUploaded: wb?.blocksUploaded ?? 0, bytesUploaded: wb?.bytesUploaded ?? 0, blocksFound: wb?.blocksFound ?? 0,
+      runs: this.protection?.runs ?? 0,
+    };
   }
 
   /** For /healthz: serving (active or parked, lease held), or why not. */
@@ -773,6 +832,9 @@ export class MountedHome {
     this.log.info({ why }, 'securing');
     this.hooks.onSecuring?.();
     if (this.timer) clearInterval(this.timer);
+    // What write-behind has stored the seal takes as it is; what it has not reached, the seal uploads itself.
+    await this.protection?.idle();
+    await this.writeBehind?.close();
     let last: SealResult | null = null;
     const sealWithRetry = async (): Promise<void> => {
       last = (await retrying(() => this.sealer.request('sleep'), {

@@ -30,6 +30,8 @@ export interface StatusInput {
   pushpack: { bytesFetched: number } | null;
   /** Blocks of large files hashed and uploaded while they were written (seal/preseal.ts); null when off. */
   preseal: { hashed: number; uploaded: number } | null;
+  /** Write-behind and continuous protection (home/protect.ts): backlog, oldest change not in the store, throughput; null when read-only. */
+  protection: Record<string, unknown> | null;
   metricsUrl?: string | undefined;
 }
 
@@ -60,7 +62,7 @@ export function homeStatus(h: StatusInput): Record<string, unknown> {
     // Everything fetched from the store: the cache's GETs plus the hot-set record, wake pack, namespace pack
     // and push pack.
     bytesFetched: c.bytesFetched + (h.hotset.warm?.bytesFetched ?? 0) + (h.nspack?.bytesFetched ?? 0) + (h.pushpack?.bytesFetched ?? 0),
-    bytesTouched: h.hotset.touchedBytes, hotset: h.hotset, nspack: h.nspack, pushpack: h.pushpack, preseal: h.preseal,
+    bytesTouched: h.hotset.touchedBytes, hotset: h.hotset, nspack: h.nspack, pushpack: h.pushpack, preseal: h.preseal, protection: h.protection,
     fsync: h.cfg.fsync, readOnly: h.cfg.readOnly, metricsUrl: h.metricsUrl ?? null,
   };
 }

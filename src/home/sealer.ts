@@ -22,8 +22,9 @@ export class Sealer<R> {
     this.next = after.then(() => {
       const reasons = this.nextReasons;
       this.nextReasons = [];
-      // A group that holds anything but fsyncs is run for that reason (a seal for an fsync is the fallback).
-      const p = this.start(reasons.find((r) => r !== 'fsync') ?? reasons[0] ?? reason);
+      // A group that holds anything but fsyncs (and background protection) is run for that reason (a seal for
+      // an fsync, or for protection, is the fallback).
+      const p = this.start(reasons.find((r) => r !== 'fsync' && r !== 'protect') ?? reasons.find((r) => r !== 'fsync') ?? reasons[0] ?? reason);
       this.next = null;
       return p;
     });

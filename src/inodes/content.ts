@@ -25,8 +25,9 @@
 import { BLOCK_SIZE, SINGLE_BLOCK_MAX, blockStride } from '../hash/blake3.js';
 import { E, fsErr, nowNs } from './errors.js';
 import {
-  allLocal, canInline, changed, copiedUp, emptyContent, hasUpper, inlined, isLocal, localBlocks, sealPlan,
-  sealed as sealedState, spilled, type FileContent, type InlineContent, type SealBlock, type SealedBlocks,
+  allLocal, canInline, changed, copiedUp, emptyContent, hasUpper, inlined, isLocal, isUnsealed, localBlocks, sealPlan,
+  sealed as sealedState, spilled, stagedAs, type FileContent, type InlineContent, type SealBlock, type SealedBlocks,
+  type StoredBlocks,
 } from './filestate.js';
 import type { Journal } from './journal.js';
 import type { Inode } from './types.js';
@@ -88,6 +89,8 @@ export class Content {
   private readonly early = new Map<number, EarlyHashes>();
   /** Called after each write has landed (the presealer watches large sequential writers). */
   onWritten: ((ino: number, offset: number, end: number, size: number) => void) | undefined;
+  /** Called after every change of a file's bytes or size (write-behind queues the file). */
+  onChanged: ((ino: number) => void) | undefined;
   private readonly lastRead = new Map<number, number>();
   /** Bytes held inline by files this process made inline (an estimate: files inlined before a restart are not counted). */
   private inlineBytes = 0;
@@ -262,6 +265,7 @@ export class Content {
       this.account(grown - cur.size);
       this.journal.update(ino, { size: grown, ...times(cur), content: changed(contentOf(cur), Math.min(offset, cur.size), end, grown) });
       this.journal.markChanged(ino);
+      this.onChanged?.(ino);
       return grown;
     });
     this.onWritten?.(ino, offset, end, size);
@@ -295,6 +299,7 @@ export class Content {
         this.account(grown);
         this.journal.update(ino, { size, ...times(this.journal.get(ino) ?? node), content });
         this.journal.markChanged(ino);
+        this.onChanged?.(ino);
       });
       this.onWritten?.(ino, offset, end, size);
       return data.length;
@@ -355,6 +360,7 @@ export class Content {
         this.account(size - old);
         const n = this.journal.update(ino, { size, ...times(this.journal.get(ino) ?? node), content });
         this.journal.markChanged(ino);
+        this.onChanged?.(ino);
         return n;
       });
       return next;
@@ -376,6 +382,7 @@ export class Content {
       this.account(bytes.length - node.size);
       const n = this.journal.update(node.ino, { size: bytes.length, ...times(this.journal.get(node.ino) ?? node), content: inlined(c, bytes) });
       this.journal.markChanged(node.ino);
+      this.onChanged?.(node.ino);
       return n;
     });
   }
@@ -427,18 +434,29 @@ export class Content {
    * meanwhile stays dirty and the next seal captures it again. If `landed` throws, the file stays dirty and
    * its early hashes are dropped (the next seal reads all). A file with nothing to seal returns its sealed
    * blocks without reading anything; `captured` in the result tells which happened. With `record: false`
-   * (a log segment) the file is left as it is.
+   * (a log segment) the file is left as it is; with `record: { stored: epoch }` (write-behind) it is
+   * recorded as stored (filestate.ts `stagedAs`) instead of sealed. A file write-behind stored, when
+   * `useStored` accepts its record, is captured as those blocks without reading anything (`fromStore`).
    */
   async sealFile(
     ino: number,
     store: (block: SealBlock, bytes: () => Promise<Buffer>, known?: string) => Promise<string>,
-    hooks: { captured?: (r: SealedBlocks & { node: Inode }) => void; landed?: () => Promise<void>; record?: boolean } = {},
-  ): Promise<SealedBlocks & { captured: boolean }> {
+    hooks: {
+      captured?: (r: SealedBlocks & { node: Inode }) => void;
+      landed?: () => Promise<void>;
+      record?: boolean | { stored: number | null };
+      useStored?: (s: StoredBlocks) => boolean;
+    } = {},
+  ): Promise<SealedBlocks & { captured: boolean; fromStore?: StoredBlocks }> {
     const cap = await this.serialize(ino, async () => {
       const node = this.journal.get(ino);
       if (!node) throw new Error(`seal: file inode ${ino} vanished`);
       const c = contentOf(node);
-      if (c.state !== 'dirty' && c.state !== 'inline') return { c, blocks: c.sealed.blocks, size: c.sealed.size, captured: false };
+      if (!isUnsealed(c)) return { c, blocks: c.sealed.blocks, size: c.sealed.size, captured: false };
+      if (c.stored && c.stored.size === node.size && hooks.useStored?.(c.stored)) {
+        hooks.captured?.({ blocks: c.stored.blocks, size: node.size, node });
+        return { c, blocks: c.stored.blocks, size: node.size, captured: true, fromStore: c.stored };
+      }
       // Blocks are read, hashed and uploaded SEAL_WINDOW at a time (a large file's capture streams
       // instead of waiting for each block's upload before reading the next); the list keeps file order.
       const plan = sealPlan(c, node.size);
@@ -463,9 +481,10 @@ export class Content {
       const done = await Promise.allSettled(Array.from({ length: Math.min(SEAL_WINDOW, plan.length) }, worker));
       for (const r of done) if (r.status === 'rejected') throw r.reason;
       hooks.captured?.({ blocks, size: node.size, node: this.journal.get(ino) ?? node });
-      return { c, blocks, size: node.size, captured: true };
+      return { c, blocks, size: node.size, captured: true, fromStore: undefined };
     });
     if (!cap.captured) return { blocks: cap.blocks, size: cap.size, captured: false };
+    const fromStore = cap.fromStore ? { fromStore: cap.fromStore } : {};
     try {
       await hooks.landed?.();
     } catch (e) {
@@ -473,14 +492,19 @@ export class Content {
       throw e;
     }
     // A log segment (record: false) leaves the file dirty: the next seal captures it again.
-    if (hooks.record !== false) {
+    const record = hooks.record ?? true;
+    if (record !== false) {
       await this.serialize(ino, async () => {
         if (this.journal.get(ino)?.content !== cap.c) return;
-        await this.recordSealed(ino, cap.c, cap.blocks, cap.size);
-        this.early.delete(ino);
+        if (record === true) {
+          await this.recordSealed(ino, cap.c, cap.blocks, cap.size);
+          this.early.delete(ino);
+        } else {
+          this.journal.update(ino, { content: stagedAs(cap.c, { blocks: cap.blocks, size: cap.size, epoch: record.stored }) });
+        }
       });
     }
-    return { blocks: cap.blocks, size: cap.size, captured: true };
+    return { blocks: cap.blocks, size: cap.size, captured: true, ...fromStore };
   }
 
   /** The early hash of seal block `b` of file `ino`, if it is a whole block hashed since its last change. */
@@ -527,6 +551,7 @@ export class Content {
       this.journal.txn(() => {
         this.journal.update(ino, { content: changed(c, offset, offset + length, node.size) });
         this.journal.markChanged(ino);
+        this.onChanged?.(ino);
       });
       return false;
     });

@@ -26,6 +26,14 @@
  *    writing and deleting it cost no file-system calls. It is always unsealed. It becomes `dirty` (its
  *    bytes `spilled` into a new upper file) when it grows past the inline limit, and `copied` (the same,
  *    at the seal; `clean` if empty) when sealed, so sealed bytes never stay in memory.
+ *
+ * Write-behind (seal/writebehind.ts) refines `dirty` and `inline` with `stored`: the file's current bytes
+ * are in the store as these blocks, uploaded (or found) after a look at the org's gc fence that saw epoch
+ * `epoch` settled, but no snapshot references them yet. A seal or log segment then takes that block list
+ * without reading or uploading anything, as long as no gc was announced since (snapshot/gcfence.ts; the
+ * epoch is how it tells). Every change builds a new state without `stored` (`changed`, `inlined`,
+ * `spilled`), so a file changed while its upload was in flight is never recorded as stored: `stagedAs`
+ * is applied only to the exact state that was captured.
  */
 import { BLOCK_SIZE, SINGLE_BLOCK_MAX, blockRanges } from '../hash/blake3.js';
 
@@ -49,11 +57,18 @@ export interface CopiedContent {
   local: BlockSet;
 }
 
+/** A dirty or inline file's current bytes, in the store but in no snapshot yet (write-behind). */
+export interface StoredBlocks extends SealedBlocks {
+  /** The gc epoch (null: the org never ran a gc) a settled look saw before the blocks were stored or found. */
+  epoch: number | null;
+}
+
 export interface DirtyContent {
   state: 'dirty';
   sealed: SealedBlocks;
   local: BlockSet;
   dirty: BlockSet;
+  stored?: StoredBlocks;
 }
 
 export interface InlineContent {
@@ -61,6 +76,7 @@ export interface InlineContent {
   sealed: SealedBlocks;
   /** The whole file (its length is the file's size). Never changed in place: a change makes a new one. */
   data: Uint8Array;
+  stored?: StoredBlocks;
 }
 
 export type FileContent = CleanContent | CopiedContent | DirtyContent | InlineContent;
@@ -137,7 +153,8 @@ export function inlined(c: FileContent, data: Uint8Array): InlineContent {
 /** After an inline file's bytes were written into a new upper file: all local, all dirty. */
 export function spilled(c: FileContent): DirtyContent {
   if (c.state !== 'inline') throw new ContentStateError(c.state, 'spilled');
-  return { state: 'dirty', sealed: c.sealed, local: 'all', dirty: 'all' };
+  // The same bytes in another place: what write-behind stored of them stays true.
+  return { state: 'dirty', sealed: c.sealed, local: 'all', dirty: 'all', ...(c.stored ? { stored: c.stored } : {}) };
 }
 
 /** After copying blocks `added` of the sealed content into the upper file. */
@@ -203,6 +220,25 @@ export function sealed(c: FileContent, blocks: string[], size: number): CleanCon
   if (c.state === 'inline') throw new ContentStateError(c.state, 'sealed before its bytes were spilled');
   if (c.state !== 'dirty') throw new ContentStateError(c.state, 'sealed (nothing changed)');
   return { state: 'copied', sealed: { blocks, size }, local: c.local };
+}
+
+/** A file whose bytes need a seal: dirty or inline. */
+export function isUnsealed(c: FileContent): c is DirtyContent | InlineContent {
+  return c.state === 'dirty' || c.state === 'inline';
+}
+
+/** What write-behind stored of the file's current bytes, if anything. */
+export function storedOf(c: FileContent | undefined): StoredBlocks | undefined {
+  return c && isUnsealed(c) ? c.stored : undefined;
+}
+
+/**
+ * After write-behind stored the bytes of exactly this state as `stored` (its size is the file's). Only the
+ * state that was captured may be passed: the caller checks, under the content lock, that none replaced it.
+ */
+export function stagedAs(c: FileContent, stored: StoredBlocks): DirtyContent | InlineContent {
+  if (!isUnsealed(c)) throw new ContentStateError(c.state, 'stored by write-behind (nothing changed)');
+  return { ...c, stored };
 }
 
 /** The fields that held a file's content before it was one state (journals written by earlier versions). */

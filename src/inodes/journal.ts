@@ -96,6 +96,10 @@ export class Journal {
   private readonly changed = new Map<number, number>();
   private depth = 0;
   private seq = 0;
+  /** Every markChanged call since this process opened the journal (continuous protection counts changes by it). */
+  mutations = 0;
+  /** Per inode: the `mutations` count of the latest change at or below it (in memory; absent: none since open). */
+  private readonly versions = new Map<number, number>();
   private nextIno: number;
   /** Sequence number at which the running (or last) seal started; marks below it are being sealed. */
   private sealFloor = 0;
@@ -386,6 +390,7 @@ export class Journal {
     this.inodes.delete(ino);
     this.dirs.delete(ino);
     this.changed.delete(ino);
+    this.versions.delete(ino);
     this.goneInos.add(ino);
     this.queue(INODES, ino, undefined);
     this.queue(CHANGED, ino, undefined);
@@ -515,6 +520,8 @@ export class Journal {
    * mark at or above the floor survives the running seal).
    */
   markChanged(ino: number): void {
+    this.mutations++;
+    this.bumpVersions(ino);
     const cur = this.changed.get(ino);
     if (cur !== undefined && cur >= this.sealFloor) return;
     const s = ++this.seq;
@@ -531,6 +538,27 @@ export class Journal {
       const node = this.get(i);
       if (node) for (const p of node.parents) stack.push(p);
     }
+  }
+
+  /** Records the change count on `ino` and every directory above it (each walk stops where it already holds it). */
+  private bumpVersions(ino: number): void {
+    const v = this.mutations;
+    const stack = [ino];
+    while (stack.length > 0) {
+      const i = stack.pop() as number;
+      if (this.versions.get(i) === v) continue;
+      this.versions.set(i, v);
+      const node = this.get(i);
+      if (node) for (const p of node.parents) stack.push(p);
+    }
+  }
+
+  /**
+   * The change count of the latest change at or below `ino` since this journal was opened (0: none): equal
+   * values at two moments mean nothing at or below it changed in between (a log segment reuses its tree).
+   */
+  version(ino: number): number {
+    return this.versions.get(ino) ?? 0;
   }
 
   /** The sequence number of the inode's latest unsealed change, undefined when it has none. */

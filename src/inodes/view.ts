@@ -45,6 +45,8 @@ export class HomeView {
   private readonly opens = new Map<number, number>();
   /** Called, inside the transaction that removes it, when an unlinked inode is finally released. */
   onReclaim: (node: Inode) => void = () => undefined;
+  /** The last open handle of `ino` was closed (write-behind then counts the file quiet sooner). */
+  onLastClose: (ino: number) => void = () => undefined;
   /** Called after each lookup that found its child (the git-index prefetch watches for `.git/index`). */
   onLookup: ((parent: number, name: string, node: Inode) => void) | undefined;
 
@@ -142,6 +144,7 @@ export class HomeView {
     if (left > 0) this.opens.set(ino, left);
     else {
       this.opens.delete(ino);
+      this.onLastClose(ino);
       this.maybeReclaim(ino);
     }
   }

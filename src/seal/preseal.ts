@@ -19,6 +19,7 @@
 import { BLOCK_SIZE, SINGLE_BLOCK_MAX } from '../hash/blake3.js';
 import type { Journal } from '../inodes/journal.js';
 import { ROOT_INO } from '../inodes/types.js';
+import type { Excludes } from '../snapshot/excludes.js';
 
 /** Blocks being hashed or uploaded at once (each holds its 4 MiB until its upload lands). */
 const IN_FLIGHT = 3;
@@ -64,6 +65,13 @@ export function inodePath(journal: Journal, ino: number): string[] | undefined {
     cur = parent;
   }
   return names.reverse();
+}
+
+/** Whether the seal's walk leaves file `ino` out: an excluded path, or below an excluded directory (or its path is unknown). */
+export function excludedIno(journal: Journal, excludes: Excludes, ino: number): boolean {
+  const names = inodePath(journal, ino);
+  if (!names) return true;
+  return names.some((_, i) => excludes.excluded(names.slice(0, i + 1).join('/'), i < names.length - 1));
 }
 
 export class Presealer {

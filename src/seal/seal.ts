@@ -17,9 +17,9 @@
  * Every entry records the inode number the mount serves for it, unless it is a counter number
  * (model/inos.ts): the next host serves the same ones.
  */
-import { hashBuffer } from '../hash/blake3.js';
+import { blockRanges, hashBuffer } from '../hash/blake3.js';
 import type { Content } from '../inodes/content.js';
-import type { SealBlock } from '../inodes/filestate.js';
+import type { SealBlock, StoredBlocks } from '../inodes/filestate.js';
 import type { Journal } from '../inodes/journal.js';
 import { ROOT_INO, type Inode } from '../inodes/types.js';
 import { treeEntry } from '../model/entry.js';
@@ -27,6 +27,7 @@ import type { SnapshotStats, TreeEntry } from '../model/tree.js';
 import { commitSnapshot } from '../snapshot/commit.js';
 import type { Excludes } from '../snapshot/excludes.js';
 import { reverifyReused, type EpochState, type GcFence } from '../snapshot/gcfence.js';
+import { TagCheck } from './tags.js';
 import { ObjectStore, ReuseLog, SMALL_OBJECT } from '../snapshot/objects.js';
 import { createEntry, encodeSegment, type LogObject } from '../snapshot/homelog.js';
 import { logKey } from '../store/keys.js';
@@ -45,8 +46,10 @@ export interface SealDeps {
   parallelism: number;
   /** Hashes a block off the event loop; returns the bytes again (the input may have been transferred). */
   hash?: (data: Buffer) => Promise<{ hash: string; data: Buffer }>;
-  /** The upload of this block that began before the seal (preseal.ts), while it is in flight. */
+  /** The upload of this block that began before the seal (preseal.ts, writebehind.ts), while it is in flight. */
   uploading?: (hash: string) => Promise<unknown> | undefined;
+  /** Whether write-behind stored this block after a look that saw gc epoch `epoch` settled (writebehind.ts). */
+  storedUnder?: (hash: string, epoch: number | null) => boolean;
   /** The org's gc fence and this home's last look at it (a look older than `FENCE_REUSE_MS` is renewed). */
   fence: { gc: GcFence; observed: EpochState | null };
   /**
@@ -57,6 +60,39 @@ export interface SealDeps {
   tail?: { seq: number; walked: (reuse: ReuseLog) => void };
   /** A seal only: called once everything but HEAD has landed; HEAD is written once it resolves (it rejects: the seal fails, HEAD unchanged). */
   beforeHead?: () => Promise<void>;
+  /** Log segments only: the trees earlier segments of this mount computed, reused while unchanged (`SegmentTrees`). */
+  segmentTrees?: SegmentTrees;
+}
+
+/**
+ * The directory trees log segments computed, so that the next segment walks only what changed since the
+ * previous one (its cost follows the tail, not everything changed since the last seal). An entry is reused
+ * when nothing at or below its directory changed since it was computed (`Journal.version`), the segment
+ * that computed it landed and is in the new segment's chain (so the tree, and every object below it that
+ * is not in HEAD's snapshot, is in the chain's segments), and, if its subtree relied on blocks write-behind
+ * stored, their gc epoch is still the accepted one (the new segment then confirms it, as for its own).
+ */
+export class SegmentTrees {
+  private readonly trees = new Map<number, { version: number; hash: string; gen: number; seq: number; epoch: number | null | undefined }>();
+
+  get(ino: number, version: number, gen: number, chain: readonly number[], tags: TagCheck): string | undefined {
+    const m = this.trees.get(ino);
+    if (!m || m.version !== version || m.gen !== gen || !chain.includes(m.seq)) return undefined;
+    if (m.epoch !== undefined) {
+      if (!tags.accepts(m.epoch)) return undefined;
+      tags.used = true;
+    }
+    return m.hash;
+  }
+
+  set(ino: number, entry: { version: number; hash: string; gen: number; seq: number; epoch: number | null | undefined }): void {
+    this.trees.set(ino, entry);
+  }
+
+  /** After a seal: a new generation's log starts (entries of older ones never match; this frees them). */
+  clear(): void {
+    this.trees.clear();
+  }
 }
 
 /** A previous seal's last look at the gc epoch serves as the next seal's first look for this long. */
@@ -99,11 +135,14 @@ export async function seal(deps: SealDeps, reason: string): Promise<SealResult |
   if (deps.journal.changedCount === 0 && base.snapshot !== null) return null;
   const last = deps.fence.observed;
   const since = last && last.done && deps.fence.gc.opts.monotonic() - last.atMs < FENCE_REUSE_MS ? last : await deps.fence.gc.observe();
+  deps.fence.observed = since; // (a segment written meanwhile confirms its tags against this look)
   const reuse = new ReuseLog();
   const d: SealDeps = { ...deps, objects: deps.objects.tracking(reuse) };
   const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 }, reused: new Map() };
   const w = new Writes(Math.max(2, d.parallelism * 2));
-  const root = await sealDir(d, ROOT_INO, '', tally, { memo: new Map(), w, record: true });
+  // Blocks write-behind stored under this seal's first look count as its dedupe hits (the fence covers them).
+  const tags = new TagCheck(deps.fence.gc, since, reuse);
+  const root = await sealDir(d, ROOT_INO, '', tally, { memo: new Map(), w, record: true, tags });
   const tail = deps.tail && base.gen !== null ? { gen: base.gen, seq: deps.tail.seq } : null;
   deps.tail?.walked(reuse);
   const r = d.journal.get(ROOT_INO);
@@ -224,6 +263,7 @@ class Collected implements Store {
  */
 export async function sealToLog(
   deps: SealDeps, target: LogTarget, reason: string, maxBytes: number, mayWrite: () => boolean = () => true, captured: () => void = () => undefined,
+  reliesOnTags: () => boolean = () => false,
 ): Promise<LogResult | null> {
   const started = Date.now();
   const base = deps.journal.base();
@@ -234,7 +274,11 @@ export async function sealToLog(
   const d: SealDeps = { ...deps, objects: new ObjectStore(collected, deps.objects.org) };
   const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 }, reused: new Map() };
   const w = new Writes(Math.max(2, d.parallelism * 2));
-  const root = await sealDir(d, ROOT_INO, '', tally, { memo: new Map(), w, record: false });
+  // Blocks write-behind stored are referenced, not carried inline, when the mount's last look at the gc fence
+  // saw their epoch settled; a look made while the segment is captured must then see it unchanged (before the PUT).
+  const tags = new TagCheck(deps.fence.gc, deps.fence.observed, new ReuseLog());
+  const segment = { gen: target.gen, seq: target.seq, chain };
+  const root = await sealDir(d, ROOT_INO, '', tally, { memo: new Map(), w, record: false, tags, segment });
   await w.all();
   const r = d.journal.get(ROOT_INO);
   const prevStats = d.journal.getMeta<SnapshotStats>('stats');
@@ -245,6 +289,11 @@ export async function sealToLog(
     ...(r ? { rootAttrs: { mode: r.mode & 0o7777, uid: r.uid, gid: r.gid, mtimeNs: r.mtimeNs } } : {}), features: [...HOME_FEATURES],
   });
   if (!mayWrite()) throw new LogUnsafeError();
+  if (tags.used || reliesOnTags()) {
+    const now = await tags.confirm();
+    if (!now) throw new LogUnsafeError();
+    deps.fence.observed = now;
+  }
   const seg = encodeSegment({ home, gen: target.gen, seq: target.seq, writer: target.writer, snapshot, time, chain, objects: [...collected.objects.values()] });
   captured();
   const put = Date.now();
@@ -302,12 +351,30 @@ interface Walk {
   w: Writes;
   /** False for a log segment: files stay dirty and trees are not recorded (the next seal captures them again). */
   record: boolean;
+  /** Which blocks write-behind stored may be relied on, and the record of those that were. */
+  tags: TagCheck;
+  /** A log segment: which one, and the earlier segments it relies on (for `SegmentTrees`). */
+  segment?: { gen: number; seq: number; chain: readonly number[] };
 }
 
 async function sealDir(d: SealDeps, ino: number, path: string, t: Tally, walk: Walk): Promise<string> {
   const dir = d.journal.get(ino);
   if (!dir) throw new Error(`seal: directory inode ${ino} vanished`);
   if (dir.tree && (!dir.loaded || d.journal.changedSeq(ino) === undefined)) return dir.tree;
+  const seg = walk.segment;
+  const trees = seg ? d.segmentTrees : undefined;
+  const version = d.journal.version(ino); // (read before the walk below: a change meanwhile makes the entry stale)
+  if (seg && trees) {
+    const known = trees.get(ino, version, seg.gen, seg.chain, walk.tags);
+    if (known) return known;
+  }
+  const tagsBefore = walk.tags.count;
+  const hash = await walkDir(d, ino, path, t, walk);
+  if (seg && trees) trees.set(ino, { version, hash, gen: seg.gen, seq: seg.seq, epoch: walk.tags.count > tagsBefore ? walk.tags.epoch : undefined });
+  return hash;
+}
+
+async function walkDir(d: SealDeps, ino: number, path: string, t: Tally, walk: Walk): Promise<string> {
   t.stats.dirs++;
   const kids: Array<[string, Inode]> = [];
   for (const [name, childIno] of d.journal.children(ino)) {
@@ -321,12 +388,19 @@ async function sealDir(d: SealDeps, ino: number, path: string, t: Tally, walk: W
     const childPath = path ? `${path}/${name}` : name;
     return entryFor(d, name, child, childPath, t, walk);
   });
-  entries.sort((a, b) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name)));
+  sortByName(entries);
   // The tree's hash is computed here; its write goes up with everything else, not one level per round trip.
   const staged = d.objects.stageTree({ entries });
   await walk.w.start('meta', staged.write);
   if (walk.record) walk.w.trees.push([ino, staged.hash]);
   return staged.hash;
+}
+
+/** Sorts tree entries by the bytes of their names (each name encoded once, not once per comparison). */
+function sortByName(entries: TreeEntry[]): void {
+  const keyed = entries.map((e) => ({ e, k: Buffer.from(e.name) }));
+  keyed.sort((a, b) => Buffer.compare(a.k, b.k));
+  keyed.forEach((x, i) => (entries[i] = x.e));
 }
 
 async function entryFor(d: SealDeps, name: string, node: Inode, path: string, t: Tally, walk: Walk): Promise<TreeEntry> {
@@ -335,7 +409,7 @@ async function entryFor(d: SealDeps, name: string, node: Inode, path: string, t:
   t.stats.files++;
   let p = walk.memo.get(node.ino);
   if (!p) {
-    p = sealFile(d, node.ino, t, walk.w, walk.record);
+    p = sealFile(d, node.ino, t, walk);
     walk.memo.set(node.ino, p);
   }
   const { blocks, size, node: captured } = await p;
@@ -355,7 +429,8 @@ function linkOf(node: Inode): { link?: number; nlink?: number } {
  * Resolves as soon as the block list is known; the file is recorded as sealed once its uploads have landed,
  * which the seal waits for (through `w`) before HEAD.
  */
-function sealFile(d: SealDeps, ino: number, t: Tally, w: Writes, record: boolean): Promise<{ blocks: string[]; size: number; node?: Inode }> {
+function sealFile(d: SealDeps, ino: number, t: Tally, walk: Walk): Promise<{ blocks: string[]; size: number; node?: Inode }> {
+  const { w, record, tags } = walk;
   const uploads: Array<Promise<unknown>> = [];
   const store = async (block: SealBlock, bytes: () => Promise<Buffer>, known?: string): Promise<string> => {
     let data: Buffer | undefined;
@@ -371,6 +446,10 @@ function sealFile(d: SealDeps, ino: number, t: Tally, w: Writes, record: boolean
     const { landed } = await w.start('block', async () => {
       // An early upload of this block lands first; the block then counts as found (deduplicated).
       await d.uploading?.(hash)?.catch(() => undefined);
+      if (tags.take(hash, (e) => d.storedUnder?.(hash, e) ?? false)) {
+        t.reused.set(hash, { ino, offset: block.offset, length: block.length });
+        return;
+      }
       // Small blocks are written again rather than asked about (one round trip instead of two).
       const upload = block.length <= SMALL_OBJECT || (await d.objects.missingBlocks([hash])).size > 0;
       if (upload) {
@@ -396,15 +475,27 @@ function sealFile(d: SealDeps, ino: number, t: Tally, w: Writes, record: boolean
     const done = d.content.sealFile(ino, store, {
       captured: resolve,
       record,
+      useStored: (s) => tags.accepts(s.epoch),
       landed: async () => {
         await Promise.all(uploads);
       },
     });
     w.track(done);
     done.then((r) => {
-      if (r.captured) t.filesHashed++;
+      if (r.fromStore) reliedOnStored(t, tags, ino, r.fromStore);
+      else if (r.captured) t.filesHashed++;
       resolve(r);
     }, reject);
+  });
+}
+
+/** A file captured as the blocks write-behind stored: each counts as a dedupe hit of this commit. */
+function reliedOnStored(t: Tally, tags: TagCheck, ino: number, s: StoredBlocks): void {
+  const ranges = blockRanges(s.size);
+  s.blocks.forEach((hash, i) => {
+    const [offset, length] = ranges[i] ?? [0, 0];
+    tags.rely(hash);
+    t.reused.set(hash, { ino, offset, length });
   });
 }
 

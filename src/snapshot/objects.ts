@@ -31,6 +31,8 @@ const RECENT_SNAPSHOTS = 16;
 export class ReuseLog {
   readonly meta = new Map<string, Buffer>();
   readonly blocks = new Set<string>();
+  /** Of `blocks`, those relied on because write-behind stored them under the commit's gc epoch (seal/writebehind.ts). */
+  readonly tagged = new Set<string>();
 }
 
 export class ObjectStore {
