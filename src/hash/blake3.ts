@@ -25,6 +25,12 @@ export function blockRanges(size: number): Array<[number, number]> {
   return out;
 }
 
+/** How many blocks a file of `size` bytes has (blockRanges(size).length, without building them). */
+export function blockCount(size: number): number {
+  if (size === 0) return 0;
+  return size <= SINGLE_BLOCK_MAX ? 1 : Math.ceil(size / BLOCK_SIZE);
+}
+
 /** Block size used for a file of `size` bytes (the stride between block offsets). */
 export function blockStride(size: number): number {
   return size <= SINGLE_BLOCK_MAX ? Math.max(size, 1) : BLOCK_SIZE;

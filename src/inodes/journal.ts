@@ -17,12 +17,16 @@
  * The change set holds every inode changed since the last seal, and every directory above one, each with
  * the sequence number of its latest change. ("Dirty" is kept for a file's changed blocks, filestate.ts.)
  * A seal uses the small API at the end: `beginSeal`, `changedSeq`, `setSealedTree`, `sealCommitted`.
+ *
+ * A directory loaded from its tree (`inMemoryLoad`) is written to memory only, until a write touches one
+ * of its inodes: then the load goes into that write's batch first (loads.ts).
  */
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { mkdirSync, writeSync } from 'node:fs';
 import { open as open_ } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fromLegacy, type LegacyContentFields } from './filestate.js';
+import { MemoryLoads, type HeldLoad } from './loads.js';
 import type { Inode } from './types.js';
 import { ROOT_INO } from './types.js';
 import { RedoLog, type RedoWrite } from './redolog.js';
@@ -129,6 +133,7 @@ export class Journal {
   private commits = 0;
   private readonly commitListeners: Array<(err: unknown) => void> = [];
   private readonly xattrListeners: Array<(ino: number) => void> = [];
+  private readonly loads = new MemoryLoads();
 
   constructor(readonly path: string, private readonly opts: JournalOptions = {}) {
     mkdirSync(path, { recursive: true, mode: 0o700 });
@@ -183,11 +188,42 @@ export class Journal {
   }
 
   private queue(table: number, key: Key, value: unknown): void {
+    if (this.loads.size > 0 && (table === INODES || table === CHANGED || table === DIRENTS)) {
+      const dirent = table === DIRENTS;
+      const ino = dirent ? (key as [number, string])[0] : (key as number);
+      for (const load of this.loads.takeFor(ino, dirent)) this.flushLoad(load);
+      // A directory whose load is still held reads as unloaded on disk (loads.ts).
+      if (table === INODES && this.loads.holds(ino) && (value as Inode | undefined)?.loaded) value = { ...(value as Inode), loaded: false };
+    }
     const k = keyOf(table, key);
     this.queued.delete(k);
     this.queued.set(k, { table, key, value });
     if (this.deferring === 0) this.commitSoon();
     else if (!this.scheduled && !this.lazyTimer) this.lazyTimer = setTimeout(() => this.commitSafely(), LAZY_COMMIT_MS);
+  }
+
+  /**
+   * Runs fn, the load of directory `dir` from its tree, keeping what it writes (records, the directory's
+   * dirents, hard-link ids) in memory only: on disk the directory stays unloaded until a change touches
+   * the load, which then joins that change's batch (loads.ts).
+   */
+  inMemoryLoad<T>(dir: number, fn: () => T): T {
+    return this.loads.record(dir, fn);
+  }
+
+  /** Directory loads held in memory only. */
+  get heldLoads(): number {
+    return this.loads.size;
+  }
+
+  /** Queues a held load's writes: its records as they are now, its directory's dirents, its link ids. */
+  private flushLoad(load: HeldLoad): void {
+    for (const ino of load.inodes) {
+      const rec = this.inodes.get(ino);
+      if (rec) this.queue(INODES, ino, rec);
+    }
+    for (const [name, ino] of this.dirs.get(load.dir) ?? []) this.queue(DIRENTS, [load.dir, name], ino);
+    for (const [link, ino] of load.links) this.setLinkIno(link, ino);
   }
 
   /** Commits what is queued at the end of this event-loop turn (a reply is waiting for it). */
@@ -360,7 +396,8 @@ export class Journal {
     if (inode.xattrs !== undefined && inode.xattrs.length > 0) this.xattrsMayExist(inode.ino);
     this.inodes.set(inode.ino, inode);
     if (this.goneInos.delete(inode.ino)) this.reborn.add(inode.ino);
-    this.queue(INODES, inode.ino, inode);
+    if (this.loads.recording) this.loads.touched(inode.ino);
+    else this.queue(INODES, inode.ino, inode);
   }
 
   /** Replaces fields of an inode and journals it; returns the new record. */
@@ -475,7 +512,7 @@ export class Journal {
 
   setChild(parent: number, name: string, ino: number): void {
     this.children(parent).set(name, ino);
-    this.queue(DIRENTS, [parent, name], ino);
+    if (!this.loads.recording) this.queue(DIRENTS, [parent, name], ino);
   }
 
   removeChild(parent: number, name: string): void {
@@ -484,10 +521,11 @@ export class Journal {
   }
 
   linkIno(linkId: number): number | undefined {
-    return this.queuedLinks.get(linkId) ?? this.linksDb.get(linkId);
+    return this.loads.linkIno(linkId) ?? this.queuedLinks.get(linkId) ?? this.linksDb.get(linkId);
   }
 
   setLinkIno(linkId: number, ino: number): void {
+    if (this.loads.recording) return this.loads.linked(linkId, ino);
     this.queuedLinks.set(linkId, ino);
     this.queue(LINKS, linkId, ino);
   }

@@ -1,7 +1,8 @@
 /**
  * The namespace of a mounted home: lookups, creation, removal, rename, links and attributes over the
  * journal (extended attributes are xattrs.ts; file content is content.ts). Directories of the base snapshot are materialized into the journal the first time they are
- * needed (`ensureLoaded`), from trees fetched through a `TreeSource`; after that the journal is the truth.
+ * needed (`ensureLoaded`), from trees fetched through a `TreeSource`, in memory only until a change depends
+ * on them (journal.ts `inMemoryLoad`); after that the journal is the truth.
  *
  * Every method either completes synchronously (metadata from memory/LMDB) or, when a directory must be
  * loaded first, the caller awaits `ensureLoaded` and calls again. Errors are `FsError`s carrying an errno.
@@ -97,7 +98,7 @@ export class HomeView {
 
   private materialize(d: Inode, t: Tree): void {
     const subtrees: string[] = [];
-    this.journal.txn(() => {
+    this.journal.inMemoryLoad(d.ino, () => {
       let subdirs = 0;
       for (const e of t.entries) {
         let ino = e.link !== undefined ? this.journal.linkIno(e.link) : undefined;

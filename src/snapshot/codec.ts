@@ -13,15 +13,13 @@
  * the target directory or an unbounded allocation.
  */
 import { FormatError } from '../util/errors.js';
-import { blockRanges } from '../hash/blake3.js';
+import { blockCount } from '../hash/blake3.js';
 import { isPortableIno } from '../model/inos.js';
 import type { EntryKind, Snapshot, Tree, TreeEntry } from '../model/tree.js';
 
 export const TREE_MAGIC = Buffer.from('HFTR', 'latin1');
 /** Version written when any entry records an inode number (v2 has no `ino` field, v1 no `nlink` either; all are read). */
 export const TREE_VERSION = 3;
-const TREE_VERSION_V1 = 1;
-const TREE_VERSION_V2 = 2;
 export const SNAPSHOT_VERSION = 1;
 
 export const MAX_ENTRIES = 1_000_000;
@@ -31,6 +29,9 @@ export const MAX_XATTRS = 1024;
 export const MAX_XATTR_NAME_BYTES = 255;
 export const MAX_XATTR_VALUE_BYTES = 65536;
 export const MAX_SIZE = Number.MAX_SAFE_INTEGER;
+/** Tree versions this homefs reads (and `TREE_VERSION`, the newest, which it writes). */
+export const TREE_VERSION_V1 = 1;
+export const TREE_VERSION_V2 = 2;
 const U32 = 0xffffffff;
 const I64_MIN = -(2n ** 63n);
 const I64_MAX = 2n ** 63n - 1n;
@@ -86,7 +87,7 @@ export function validateEntry(e: TreeEntry, what = 'tree'): void {
   }
   if (e.kind === 'file') {
     const blocks = e.blocks ?? [];
-    const want = blockRanges(e.size).length;
+    const want = blockCount(e.size);
     if (blocks.length !== want) bad(`${blocks.length} blocks for size ${e.size}, expected ${want}`);
     for (const h of blocks) if (!HASH.test(h)) bad(`block hash ${JSON.stringify(h)} is not 64 hex digits`);
   } else if (e.kind === 'dir') {
@@ -218,11 +219,14 @@ class Reader {
     return b;
   }
   text(n: number, field: string): string {
-    const b = this.bytes(n);
+    return this.textOf(this.bytes(n), field);
+  }
+  /** `b`, just read, as UTF-8. */
+  textOf(b: Buffer, field: string): string {
     try {
       return utf8.decode(b);
     } catch {
-      throw new FormatError(this.what, `${field} at byte ${this.pos - n} is not valid UTF-8`);
+      throw new FormatError(this.what, `${field} at byte ${this.pos - b.length} is not valid UTF-8`);
     }
   }
   get remaining(): number {
@@ -299,13 +303,17 @@ export function decodeTree(buf: Buffer, hashForErrors?: string): Tree {
   const minEntry = 44 + (version >= TREE_VERSION_V2 ? 4 : 0) + (version >= TREE_VERSION ? 8 : 0);
   if (count * minEntry > r.remaining) throw new FormatError(what, `${count} entries cannot fit in ${r.remaining} bytes`);
   const entries: TreeEntry[] = [];
+  let prevName: Buffer | undefined;
   for (let i = 0; i < count; i++) {
     const code = r.u8();
     const kind = KINDS[code];
     if (kind === undefined) throw new FormatError(what, `entry ${i}: unknown kind code ${code}`);
     const nameLen = r.u16();
     if (nameLen === 0 || nameLen > MAX_NAME_BYTES) throw new FormatError(what, `entry ${i}: name length ${nameLen} out of range 1..${MAX_NAME_BYTES}`);
-    const name = r.text(nameLen, `entry ${i} name`);
+    const nameBytes = r.bytes(nameLen);
+    const name = r.textOf(nameBytes, `entry ${i} name`);
+    if (prevName !== undefined && Buffer.compare(prevName, nameBytes) >= 0) throw new FormatError(what, `entries not sorted and unique at ${JSON.stringify(name)}`);
+    prevName = nameBytes;
     const mode = r.u16();
     const uid = r.u32();
     const gid = r.u32();
@@ -321,7 +329,9 @@ export function decodeTree(buf: Buffer, hashForErrors?: string): Tree {
     if (ino !== 0) e.ino = ino;
     switch (kind) {
       case 'file': {
-        const n = blockRanges(size).length;
+        const n = blockCount(size);
+        // A hostile size must not make us allocate for blocks the tree cannot hold.
+        if (n * 32 > r.remaining) throw new FormatError(what, `entry ${JSON.stringify(name)}: ${n} blocks for size ${size} cannot fit in ${r.remaining} bytes`);
         const blocks: string[] = [];
         for (let b = 0; b < n; b++) blocks.push(r.bytes(32).toString('hex'));
         e.blocks = blocks;
@@ -356,13 +366,52 @@ export function decodeTree(buf: Buffer, hashForErrors?: string): Tree {
       }
       e.xattrs = xs;
     }
+    checkDecodedEntry(e, what);
     entries.push(e);
   }
   if (r.remaining !== 0) throw new FormatError(what, `${r.remaining} trailing bytes`);
   if (version === TREE_VERSION && !entries.some((e) => e.ino !== undefined)) throw new FormatError(what, `version ${TREE_VERSION} without any inode number (not canonical)`);
-  const tree = { entries };
-  validateTree(tree, what);
-  return tree;
+  return { entries };
+}
+
+/**
+ * The checks of validateEntry that the binary form does not already make true of an entry decodeTree just
+ * read: the reader checked the kind, name and target lengths, UTF-8, every integer's width and the block
+ * count, and the loop checks the order of names.
+ */
+function checkDecodedEntry(e: TreeEntry, what: string): void {
+  const bad = (d: string): never => {
+    throw new FormatError(what, `entry ${JSON.stringify(e.name)}: ${d}`);
+  };
+  const n = e.name;
+  if (n === '.' || n === '..') throw new FormatError(what, `name '${n}' is not allowed`);
+  if (n.includes('/')) throw new FormatError(what, `name ${JSON.stringify(n)} contains '/'`);
+  if (n.includes('\0')) throw new FormatError(what, `name ${JSON.stringify(n)} contains NUL`);
+  if (e.mode > 0o7777) bad(`mode ${e.mode} out of range`);
+  if (e.ino !== undefined && !isPortableIno(e.ino)) bad(`inode number ${e.ino} out of range 2^40..2^53-1`);
+  switch (e.kind) {
+    case 'file':
+      break;
+    case 'dir':
+      if (e.link !== undefined) bad('a directory cannot be a hard link');
+      if (e.size !== 0) bad('a directory has size 0');
+      break;
+    case 'symlink': {
+      const t = e.target ?? '';
+      if (t.includes('\0')) bad('symlink target contains NUL');
+      if (e.size !== Buffer.byteLength(t, 'utf8')) bad(`symlink size ${e.size} differs from its target length ${Buffer.byteLength(t, 'utf8')}`);
+      break;
+    }
+    default:
+      if (e.size !== 0) bad(`a ${e.kind} has size 0`);
+  }
+  if (e.xattrs === undefined) return;
+  let prev: string | null = null;
+  for (const [name] of e.xattrs) {
+    if (name.length === 0 || name.includes('\0')) bad(`xattr name ${JSON.stringify(name)} invalid`);
+    if (prev !== null && compareNames(prev, name) >= 0) bad(`xattr names not sorted and unique at ${JSON.stringify(name)}`);
+    prev = name;
+  }
 }
 
 interface SnapshotJson {

@@ -18,7 +18,7 @@ import { nsPackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { mapLimit } from '../util/concurrency.js';
 import { FormatError, NotFoundError } from '../util/errors.js';
-import { decodeTree } from './codec.js';
+import { subtreesOf } from './subtrees.js';
 import { cutSlices, fetchPackSlices, type PackSlice, type SliceSink } from './hotset.js';
 
 export const NSPACK_VERSION = 1;
@@ -60,10 +60,10 @@ export async function buildNsPack(
       const data = got[i] ?? Buffer.alloc(0);
       trees.push({ hash, data });
       bytes += data.length;
-      for (const e of decodeTree(data, hash).entries) {
-        if (e.kind === 'dir' && e.tree && !seen.has(e.tree)) {
-          seen.add(e.tree);
-          next.push(e.tree);
+      for (const t of subtreesOf(data, hash)) {
+        if (!seen.has(t)) {
+          seen.add(t);
+          next.push(t);
         }
       }
     });

@@ -3,21 +3,21 @@
  * in the background, so that `find`, `git status` or a first `ls` over a store one network hop away cost
  * O(depth) round trips instead of one per directory.
  *
- * Each tree is read through `fetch` (the block cache's prefetch-priority get, which bounds the requests
+ * Each tree is fetched through `fetch` (the block cache's prefetch-priority get, which bounds the requests
  * in flight and lets a reader's lookup jump ahead of the queue or join the fetch in flight). As soon as a
- * tree arrives its subtrees are queued, so a level's requests all go out together. A tree that fails to
- * fetch or decode is skipped with its subtrees (the mount fetches it again on demand, and reports the
- * error there); the walk itself never throws. `stop()` ends it early (the cache is closing).
+ * tree arrives its subtrees are queued (subtrees.ts reads only their hashes), so a level's requests all go
+ * out together. A tree that fails to fetch or read is skipped with its subtrees (the mount fetches it
+ * again on demand, and reports the error there); the walk itself never throws. `stop()` ends it early (the cache is closing).
  *
  * Trees already in memory (a namespace pack brought them all) come back as resolved promises: without a
  * pause the whole walk would run in one chain of microtasks, during which no FUSE request is served. So
- * every tree is decoded after `pause` (util/slicer.ts: a few ms of walk per turn of the event loop).
+ * every tree is read after `pause` (util/slicer.ts: a few ms of walk per turn of the event loop).
  */
 import { backgroundSlicer } from '../util/slicer.js';
-import { decodeTree } from './codec.js';
+import { subtreesOf } from './subtrees.js';
 
 export interface TreeWalkResult {
-  /** Trees fetched and decoded, trees skipped (fetch or decode failed), and the deepest level reached. */
+  /** Trees fetched and read, trees skipped (fetch or read failed), and the deepest level reached. */
   trees: number;
   failed: number;
   depth: number;
@@ -44,10 +44,10 @@ export class TreeWalk {
         this.fetch(hash).then(async (buf) => {
           await this.pause();
           if (this.stopped) return;
-          const tree = decodeTree(buf, hash);
+          const subtrees = subtreesOf(buf, hash);
           this.result.trees++;
           this.result.depth = Math.max(this.result.depth, depth);
-          for (const e of tree.entries) if (e.kind === 'dir' && e.tree) visit(e.tree, depth + 1);
+          for (const t of subtrees) visit(t, depth + 1);
         }).catch(() => {
           this.result.failed++;
         }).finally(() => {

@@ -1,0 +1,118 @@
+/**
+ * Directory loads the journal keeps in memory only (journal.ts `inMemoryLoad`): the records, dirents and
+ * hard-link ids a lazy load of a snapshot directory creates, until a change depends on them.
+ *
+ * A load only repeats what the base snapshot already says, so losing it (a kill -9, a restart) costs a
+ * reload from the tree and nothing else: on disk the directory is still `loaded: false` with its tree
+ * hash. Writing every load to the journal made a first `find` over a fresh home pay a journal batch per
+ * directory. What must never happen is a change on disk that refers to a load that is not: a changed
+ * record of a loaded file whose dirent was never written, or a new entry in a directory that still reads
+ * as unloaded. So before the journal queues a write of an inode's record, it flushes the loads that
+ * created or changed that record into the same batch; before a write of a directory's dirents, also that
+ * directory's own load; each time with the loads above first (a load's directory may itself come from
+ * its parent's load), so one batch holds the change and everything it stands on. A directory whose own
+ * load is still held is written as unloaded (`loaded: false`, its tree hash): after a restart it is loaded
+ * from its tree again, with the attributes the change gave it.
+ *
+ * This class is only the bookkeeping: which loads are held, which inodes each one wrote or changed, and
+ * in what order loads must be flushed. The journal does the writing.
+ */
+
+/** One directory's load held in memory. */
+export interface HeldLoad {
+  /** The directory loaded. */
+  readonly dir: number;
+  /** Inodes whose records the load wrote or changed (its entries, a hard link's other inode, the directory). */
+  readonly inodes: Set<number>;
+  /** Hard-link ids the load registered (link id → ino). */
+  readonly links: Map<number, number>;
+}
+
+export class MemoryLoads {
+  private readonly held = new Map<number, HeldLoad>();
+  /** Inode → the loads that wrote or changed its record. */
+  private readonly touchedBy = new Map<number, Set<number>>();
+  /** The load being recorded (inside `Journal.inMemoryLoad`). */
+  private current: HeldLoad | undefined;
+
+  /** Whether a load is being recorded: the journal's writes go to it instead of the queue. */
+  get recording(): boolean {
+    return this.current !== undefined;
+  }
+
+  /** Runs fn while recording the load of `dir`; loads do not nest. */
+  record<T>(dir: number, fn: () => T): T {
+    if (this.current) throw new Error('directory loads do not nest');
+    const load = this.held.get(dir) ?? { dir, inodes: new Set<number>(), links: new Map<number, number>() };
+    this.held.set(dir, load);
+    this.current = load;
+    try {
+      return fn();
+    } finally {
+      this.current = undefined;
+    }
+  }
+
+  /** While recording: the load wrote or changed inode `ino`'s record. */
+  touched(ino: number): void {
+    const load = this.current;
+    if (!load) return;
+    load.inodes.add(ino);
+    let by = this.touchedBy.get(ino);
+    if (!by) this.touchedBy.set(ino, (by = new Set()));
+    by.add(load.dir);
+  }
+
+  /** While recording: the load registered hard-link id `link` for `ino`. */
+  linked(link: number, ino: number): void {
+    this.current?.links.set(link, ino);
+  }
+
+  /** The inode a held load registered for hard-link id `link`. */
+  linkIno(link: number): number | undefined {
+    for (const load of this.held.values()) {
+      const ino = load.links.get(link);
+      if (ino !== undefined) return ino;
+    }
+    return undefined;
+  }
+
+  /** How many directory loads are held (for tests and metrics). */
+  get size(): number {
+    return this.held.size;
+  }
+
+  /** Whether the load of directory `dir` is held (on disk the directory still reads as unloaded). */
+  holds(dir: number): boolean {
+    return this.held.has(dir);
+  }
+
+  /**
+   * The held loads a write about `ino` stands on, in the order they must be written (every load above
+   * one before it), and removes them from what is held, so the caller writes each exactly once. A write
+   * of its record or change mark stands on the loads that created or changed the record; a write of one
+   * of its dirents (`own`) also on the directory's own load.
+   */
+  takeFor(ino: number, own: boolean): HeldLoad[] {
+    if (this.held.size === 0) return [];
+    const out: HeldLoad[] = [];
+    const above = (i: number): void => {
+      for (const dir of [...(this.touchedBy.get(i) ?? [])]) if (dir !== i) take(dir);
+    };
+    const take = (dir: number): void => {
+      const load = this.held.get(dir);
+      if (!load) return;
+      this.held.delete(dir);
+      above(dir); // the directory's own record came from the loads above it
+      out.push(load);
+      for (const i of load.inodes) {
+        const by = this.touchedBy.get(i);
+        by?.delete(dir);
+        if (by?.size === 0) this.touchedBy.delete(i);
+      }
+    };
+    above(ino);
+    if (own) take(ino);
+    return out;
+  }
+}
