@@ -113,6 +113,8 @@ export const defaults = {
   logMaxSegments: 64,
   /** …or once the last segment (they are cumulative) is this large. */
   logMaxBytes: 16 * 1024 * 1024,
+  /** A segment starts a background seal (absorbing the log) once this many inodes changed since the last seal. */
+  logAbsorbChanged: 4096,
   sealHashThreads: 1,
   /** Hash and upload the whole blocks of a large file being written sequentially before its seal (seal/preseal.ts). */
   presealBlocks: true,

@@ -3,7 +3,8 @@
  * block that has been garbage for longer than the grace period; a gc deletes that block while the commit is
  * between its dedupe check and its HEAD write. Without the fence the commit lands a snapshot that references
  * a deleted block; with it, the commit either lands before the gc marks (and the gc keeps the block), or
- * waits for the gc, finds the block gone, and uploads it again or gives up with HEAD unchanged.
+ * waits for the gc, finds the block gone, and uploads it again or gives up with HEAD unchanged. The same
+ * holds for blocks write-behind stored or found before the commit (their gc epoch tags).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -24,6 +25,9 @@ import { FileStore } from '../src/store/file.js';
 import { blockKey } from '../src/store/keys.js';
 import { MemoryStore } from '../src/store/memory.js';
 import { gate, RecordingStore } from './support/ops-stores.js';
+import { newFile, writeBehindEnv } from './support/writebehind-env.js';
+import { storedOf } from '../src/inodes/filestate.js';
+import { seal } from '../src/seal/seal.js';
 
 const DAY = 86_400_000;
 
@@ -196,4 +200,43 @@ test('gc fence: recheck answers what observe would, with one existence check whi
   await f.beginEpoch();
   const next = await f.recheck(done);
   assert.deepEqual([next.epoch, next.done], [e0 + 1, false], 'the epoch after a done one is seen');
+});
+
+test("gc fence: write-behind's tags: a block it found before a whole gc run is not trusted after it; the seal uploads it again", async () => {
+  const s = await setup(); // 100 KiB of two-day-old garbage: write-behind asks about it and finds it
+  const e = writeBehindEnv(s.store);
+  try {
+    const ino = await newFile(e, 'reused.bin', s.garbage);
+    await e.wb.idle();
+    assert.equal(e.wb.blocksFound, 1, 'write-behind found the block in the store and did not upload it');
+    assert.equal(storedOf(e.j.get(ino)?.content)?.epoch, null, 'tagged with the epoch its look saw: none yet');
+    const g = await gcOrg(s.store, 'acme', { graceMs: DAY, keep: 20, dryRun: false, fence: { waitMs: 0 } });
+    assert.equal(g.deletedObjects, 1, 'the gc deleted the block (nothing referenced it)');
+    assert.equal(existsSync(blockPath(s)), false);
+    // A segment relying on the tag would now reference a deleted block: it refuses (the fsync seals instead).
+    await seal(e.deps(), 'sync'); // the first HEAD: looks afresh, sees epoch 0, checks the block and uploads it again
+    assert.ok(existsSync(blockPath(s)), 'the seal uploaded the block again from the upper file');
+    assert.deepEqual((await verifyHomes(s.store, s.objects, ['h'], { full: true })).problems, []);
+  } finally {
+    await e.close();
+    await rm(s.work, { recursive: true, force: true });
+  }
+});
+
+test("gc fence: write-behind's tags: with no gc announced since, a seal relies on them without asking", async () => {
+  const s = await setup();
+  const e = writeBehindEnv(s.store);
+  try {
+    await newFile(e, 'reused.bin', s.garbage);
+    await e.wb.idle();
+    e.puts.length = 0;
+    const recording = new RecordingStore(s.store);
+    const calls = recording.calls;
+    await seal({ ...e.deps(), objects: new ObjectStore(recording, 'acme') }, 'sync');
+    assert.deepEqual(calls.filter((c) => c.key === blockKey('acme', hashBuffer(s.garbage))), [], 'the seal neither asked about nor uploaded the tagged block');
+    assert.deepEqual((await verifyHomes(s.store, s.objects, ['h'], { full: true })).problems, []);
+  } finally {
+    await e.close();
+    await rm(s.work, { recursive: true, force: true });
+  }
 });

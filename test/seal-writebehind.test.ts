@@ -2,110 +2,23 @@
  * Write-behind (src/seal/writebehind.ts) on a real journal, content layer and seal over a memory store:
  * a quiet file's blocks go up and it is recorded as stored; a file rewritten while its upload is in
  * flight is not; a deleted file's pending upload is dropped; identical blocks go up once; a seal after
- * write-behind uploads no block again and its snapshot holds the bytes; a gc announced after the tag
- * makes the seal check and upload again, and a log segment refuse to rely on the tag.
+ * write-behind uploads no block again and its snapshot holds the bytes; a log segment references stored
+ * blocks; a gc announced after the tag makes a segment refuse the tag and the seal check and upload again.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { hashBuffer } from '../src/hash/blake3.js';
-import { Content } from '../src/inodes/content.js';
-import { Journal } from '../src/inodes/journal.js';
+import { storedOf } from '../src/inodes/filestate.js';
 import { ROOT_INO } from '../src/inodes/types.js';
-import { UpperFiles } from '../src/inodes/upper.js';
-import { HomeView } from '../src/inodes/view.js';
-import { LogUnsafeError, seal, sealToLog, type SealDeps } from '../src/seal/seal.js';
-import { WriteBehind, defaultWriteBehindOptions } from '../src/seal/writebehind.js';
+import { LogUnsafeError, seal, sealToLog } from '../src/seal/seal.js';
 import { decodeTree } from '../src/snapshot/codec.js';
-import { Excludes } from '../src/snapshot/excludes.js';
-import { GcFence } from '../src/snapshot/gcfence.js';
-import { ObjectStore } from '../src/snapshot/objects.js';
-import { MemoryStore } from '../src/store/memory.js';
 import { blockKey, gcEpochKey, metaKey } from '../src/store/keys.js';
-import { isUnsealed, storedOf } from '../src/inodes/filestate.js';
-
-interface Env {
-  j: Journal;
-  content: Content;
-  view: HomeView;
-  mem: MemoryStore;
-  objects: ObjectStore;
-  wb: WriteBehind;
-  fence: SealDeps['fence'];
-  puts: string[];
-  /** While set, block uploads wait for `release`. */
-  gate: { hold: boolean; waiting: Array<() => void> };
-  deps: () => SealDeps;
-  close: () => Promise<void>;
-}
-
-function env(): Env {
-  const dir = mkdtempSync(join(tmpdir(), 'homefs-wb-'));
-  const mem = new MemoryStore();
-  const puts: string[] = [];
-  const store = Object.assign(Object.create(mem) as MemoryStore, { put: (key: string, data: Buffer) => (puts.push(key), mem.put(key, data)) });
-  const j = new Journal(join(dir, 'journal'));
-  const objects = new ObjectStore(store, 'acme');
-  const noBlocks = { read: async () => Buffer.alloc(0), get: async () => Buffer.alloc(0), prefetch: () => undefined, size: () => undefined };
-  const content = new Content(j, new UpperFiles(join(dir, 'upper')), noBlocks, { readaheadBlocks: 0, quotaBytes: 0 });
-  const view = new HomeView(j, { getTree: async (h) => decodeTree(await mem.get(metaKey('acme', h)), h), prefetchTrees: () => undefined });
-  view.initRoot(null, {}, 0, 0);
-  const fence: SealDeps['fence'] = { gc: new GcFence(store, 'acme'), observed: null };
-  const gate = { hold: false, waiting: [] as Array<() => void> };
-  const hash = async (data: Buffer): Promise<{ hash: string; data: Buffer }> => ({ hash: hashBuffer(data), data });
-  const wb = new WriteBehind({
-    look: (ino) => {
-      const n = j.get(ino);
-      return n?.content ? { pending: isUnsealed(n.content) && !n.content.stored, size: n.size } : undefined;
-    },
-    stage: (ino, storeBlock, landed, epoch) => content.sealFile(ino, storeBlock, { record: { stored: epoch }, landed }),
-    epoch: async () => {
-      const s = await fence.gc.observe();
-      fence.observed = s;
-      return s.done ? { epoch: s.epoch } : undefined;
-    },
-    hash,
-    sink: {
-      missing: (hs) => objects.missingBlocks(hs),
-      put: async (h, data) => {
-        if (gate.hold) await new Promise<void>((r) => gate.waiting.push(r));
-        await objects.putBlock(h, data);
-      },
-    },
-    excluded: () => false,
-    foregroundBusy: () => false,
-    onError: () => undefined,
-  }, { ...defaultWriteBehindOptions, quietMs: 0, closedQuietMs: 0, pumpMs: 1 });
-  content.onChanged = (ino) => wb.changed(ino);
-  view.onReclaim = (node) => {
-    wb.dropped(node.ino);
-    void content.reclaim(node);
-  };
-  const deps = (): SealDeps => ({
-    journal: j, content, objects, excludes: new Excludes([]), home: 'h', host: 'test', parallelism: 4, hash, fence,
-    uploading: (h) => wb.inFlight(h), storedUnder: (h, e) => wb.has(h, e),
-  });
-  return {
-    j, content, view, mem, objects, wb, fence, puts, gate, deps,
-    close: async () => {
-      await wb.close();
-      await j.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-function newFile(e: Env, name: string, bytes: string): Promise<number> {
-  const ino = e.view.create(ROOT_INO, name, { kind: 'file', mode: 0o644, uid: 0, gid: 0 }).ino;
-  return e.content.write(ino, 0, Buffer.from(bytes)).then(() => ino);
-}
+import { newFile, writeBehindEnv, type Env } from './support/writebehind-env.js';
 
 const blockPuts = (e: Env): string[] => e.puts.filter((k) => k.includes('/blocks/'));
 
 test('a quiet file goes up in the background and is recorded as stored; identical blocks go up once', async () => {
-  const e = env();
+  const e = writeBehindEnv();
   try {
     const a = await newFile(e, 'a', 'same bytes');
     const b = await newFile(e, 'b', 'same bytes');
@@ -122,7 +35,7 @@ test('a quiet file goes up in the background and is recorded as stored; identica
 });
 
 test('a file rewritten while its upload is in flight is not recorded as stored; its new bytes go up after', async () => {
-  const e = env();
+  const e = writeBehindEnv();
   try {
     e.gate.hold = true;
     const a = await newFile(e, 'a', 'first');
@@ -140,7 +53,7 @@ test('a file rewritten while its upload is in flight is not recorded as stored; 
 });
 
 test("a deleted file's pending upload is dropped", async () => {
-  const e = env();
+  const e = writeBehindEnv();
   try {
     e.gate.hold = true; // nothing lands while the test deletes
     const keep = await newFile(e, 'keep', 'kept');
@@ -157,7 +70,7 @@ test("a deleted file's pending upload is dropped", async () => {
 });
 
 test('a seal after write-behind uploads no block again, and its snapshot holds the bytes', async () => {
-  const e = env();
+  const e = writeBehindEnv();
   try {
     const a = await newFile(e, 'a', 'note');
     await e.wb.idle();
@@ -175,7 +88,7 @@ test('a seal after write-behind uploads no block again, and its snapshot holds t
 });
 
 test('a log segment references stored blocks instead of carrying them, once the fence confirms their epoch', async () => {
-  const e = env();
+  const e = writeBehindEnv();
   try {
     await seal(e.deps(), 'sync'); // a HEAD for the log to follow
     await newFile(e, 'a', 'referenced, not inline');
@@ -192,7 +105,7 @@ test('a log segment references stored blocks instead of carrying them, once the 
 });
 
 test('a gc announced after the tag: a log segment refuses the tag, the seal checks and uploads again', async () => {
-  const e = env();
+  const e = writeBehindEnv();
   try {
     await seal(e.deps(), 'sync');
     await newFile(e, 'a', 'tagged under no epoch');

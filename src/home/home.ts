@@ -472,6 +472,10 @@ export class MountedHome {
         presealing: (hash) => this.preseal?.uploading(hash), log: this.log,
       });
     }
+    this.hooks.metrics.bindProtection(() => {
+      const b = this.writeBehind?.backlog();
+      return { backlogFiles: b?.files ?? 0, backlogBytes: b?.bytes ?? 0, oldestUnprotectedMs: this.protection?.oldestMs() ?? 0, bytesUploaded: this.writeBehind?.bytesUploaded ?? 0 };
+    });
     const interval = this.cfg.protectIntervalMs ?? defaults.protectIntervalMs;
     if (interval > 0) {
       this.protection = new Protection({
@@ -528,7 +532,9 @@ export class MountedHome {
       const seq = l.nextSeq++;
       if (!(await this.logNow(l, seq, this.lease))) return false;
       // Absorb the log in the background before it is full; fsyncs meanwhile go to its tail.
-      if (this.logSegments * 2 >= defaults.logMaxSegments || this.logBytes * 2 >= defaults.logMaxBytes) setImmediate(() => this.sealer.request('absorb').catch(() => undefined));
+      // (Or once many inodes changed since the last seal: every segment walks them, and so does the seal at sleep.)
+      const absorb = this.logSegments * 2 >= defaults.logMaxSegments || this.logBytes * 2 >= defaults.logMaxBytes || this.journal.changedCount >= defaults.logAbsorbChanged;
+      if (absorb && !this.sealer.busy) setImmediate(() => this.sealer.request('absorb').catch(() => undefined));
       return true;
     }
   }

@@ -34,6 +34,14 @@ export interface HomeMetricsOptions {
   process?: boolean;
 }
 
+/** What continuous protection reports (home/home.ts `protectionReport`). */
+export interface ProtectionMetrics {
+  backlogFiles: number;
+  backlogBytes: number;
+  oldestUnprotectedMs: number;
+  bytesUploaded: number;
+}
+
 export class HomeMetrics {
   readonly registry = new Registry();
   /** FUSE operations by `op` (lookup, read, write, ...). */
@@ -54,6 +62,7 @@ export class HomeMetrics {
   readonly dirtyBytes: Gauge;
   readonly nativeReplies: Counter<'op'>;
   private dirtySource: (() => number) | undefined;
+  private protectionSource: (() => ProtectionMetrics | undefined) | undefined;
   private nativeSource: (() => Record<string, number>) | undefined;
 
   constructor(opts: HomeMetricsOptions = {}) {
@@ -91,7 +100,34 @@ export class HomeMetrics {
         for (const [op, n] of Object.entries(v)) this.inc({ op }, n);
       },
     });
+    const prot = (): ProtectionMetrics | undefined => this.protectionSource?.();
+    const gauge = (name: string, help: string, pick: (p: ProtectionMetrics) => number): void => {
+      new Gauge({
+        name, help, registers,
+        collect() {
+          const p = prot();
+          if (p) this.set(pick(p));
+        },
+      });
+    };
+    gauge('homefs_backlog_files', 'files changed but not yet stored by write-behind', (p) => p.backlogFiles);
+    gauge('homefs_backlog_bytes', 'size of the files changed but not yet stored by write-behind', (p) => p.backlogBytes);
+    gauge('homefs_unprotected_seconds', 'age of the oldest change no log segment or seal holds (0: none)', (p) => p.oldestUnprotectedMs / 1000);
+    new Counter({
+      name: 'homefs_writebehind_uploaded_bytes_total', help: 'block bytes write-behind uploaded (its rate is its throughput)', registers,
+      collect() {
+        const p = prot();
+        if (!p) return;
+        this.reset();
+        this.inc(p.bytesUploaded);
+      },
+    });
     if (opts.process) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Where the protection series are read from, at scrape time (the home binds its write-behind once mounted). */
+  bindProtection(source: () => ProtectionMetrics | undefined): void {
+    this.protectionSource = source;
   }
 
   /** Where `homefs_dirty_bytes` is read from, at scrape time (the home binds its journal once mounted). */
