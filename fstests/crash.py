@@ -36,7 +36,7 @@ def _write_fsync(path, data):
 class Scenario:
     """One home on its own host dirs; knows what was fsync'd, closed, and in flight at the kill."""
 
-    def __init__(self, t, tag):
+    def __init__(self, t, tag, extra=()):
         self.t, self.env = t, t.env
         self.home = f'fstests/crash-{tag}'
         self.cache, self.state, self.mnt = self.env.fresh_dirs(f'crash-{tag}')
@@ -44,7 +44,7 @@ class Scenario:
         self.closed = {}
         self.sealed_batch = {}
         self.inflight = None
-        self.env.mount(self.home, self.mnt, self.cache, self.state, extra=('--fsync', 'store'))
+        self.env.mount(self.home, self.mnt, self.cache, self.state, extra=('--fsync', 'store', *extra))
 
     def p(self, *a):
         return os.path.join(self.mnt, *a)
@@ -644,3 +644,102 @@ for _how in ('truncated', 'corrupted', 'wrong_key'):
         def _(t):
             _hostile(t, how)
     _make_hostile(_how)
+
+
+def _protection(s):
+    return s.env.status(s.mnt).get('protection') or {}
+
+
+def _wait_for(what, cond, seconds=30):
+    end = time.monotonic() + seconds
+    while not cond():
+        if time.monotonic() > end:
+            raise AssertionError(f'timed out waiting for {what}')
+        time.sleep(0.005)
+
+
+for _variant in ('same', 'fresh'):
+    def _make_wb(variant):
+        @check(f'crash.kill9_during_writebehind.{"same_state" if variant == "same" else "fresh_host"}', needs=('homefs',), timeout=180)
+        def _(t):
+            """kill -9 while write-behind uploads closed files: the same state directory keeps every closed
+            file; a fresh host keeps every fsync, and a closed file it shows holds exactly what was written."""
+            s = Scenario(t, f'wb-{variant}')
+            s.base_writes()
+            os.makedirs(s.p('wb'))
+            files = {}
+            for i in range(300):
+                name = f'wb/f{i}'
+                files[name] = _pattern(name, 3000 + i * 97)
+                write(s.p(name), files[name])
+            s.closed.update(files)
+            _wait_for('a write-behind upload', lambda: _protection(s).get('blocksUploaded', 0) > 0)
+            s.kill()
+            if variant == 'same':
+                mnt = s.remount_same()
+                s.assert_files(mnt, s.fsynced, 'fsynced file after remount on the same state dir')
+                s.assert_files(mnt, s.closed, 'closed file after remount on the same state dir')
+            else:
+                mnt = s.remount_fresh()
+                s.assert_files(mnt, s.fsynced, 'fsynced file on a fresh host')
+                shown = {n: d for n, d in s.closed.items() if os.path.exists(os.path.join(mnt, n))}
+                s.assert_files(mnt, shown, 'closed file a fresh host shows')
+            s.finish(mnt)
+    _make_wb(_variant)
+
+
+@check('crash.kill9_after_writebehind_before_segment', needs=('homefs',), timeout=180)
+def _(t):
+    """Write-behind stored every file, then kill -9 before any segment referenced them (protection off):
+    the same state directory keeps them, with nothing left to upload; its next fsync makes them durable by
+    reference, and a fresh host that takes over reads them all."""
+    s = Scenario(t, 'wb-gap', extra=('--protect-interval', '0'))
+    os.makedirs(s.p('stored'))
+    files = {f'stored/f{i}': _pattern(f'stored/f{i}', 20000 + i) for i in range(40)}
+    for name, data in files.items():
+        write(s.p(name), data)
+    _wait_for('write-behind to store every file', lambda: _protection(s).get('filesStored', 0) >= 40 and _protection(s).get('backlogFiles', 1) == 0)
+    s.kill()
+    mnt = s.remount_same()
+    s.assert_files(mnt, files, 'a stored file after remount on the same state dir')
+    eq(_protection(s).get('backlogFiles'), 0, 'files stored before the kill are queued again')
+    _write_fsync(s.p('after'), b'fsynced after the kill')
+    s.kill()
+    fresh = s.remount_fresh()
+    s.assert_files(fresh, {**files, 'after': b'fsynced after the kill'}, 'on a fresh host after the fsync')
+    s.finish(fresh)
+
+
+@check('crash.rewrite_during_writebehind.fresh_host', needs=('homefs',), timeout=180)
+def _(t):
+    """A file rewritten again and again while write-behind and protection upload it: after its last
+    version is fsync'd and the daemon is killed, a fresh host reads the last version, not an upload of an
+    earlier one."""
+    s = Scenario(t, 'wb-rewrite', extra=('--protect-interval', '1s'))
+    rnd = random.Random(t.seed)
+    data = b''
+    for v in range(40):
+        data = _pattern(f'busy-v{v}', rnd.randrange(1000, 300000))
+        write(s.p('busy'), data)
+        time.sleep(rnd.choice((0, 0.002, 0.05, 0.15)))
+    _write_fsync(s.p('busy'), data)
+    s.kill()
+    mnt = s.remount_fresh()
+    s.assert_files(mnt, {'busy': data}, 'the last version on a fresh host')
+    s.finish(mnt)
+
+
+@check('crash.protect_interval_without_fsync.fresh_host', needs=('homefs',), timeout=180)
+def _(t):
+    """Nothing fsync'd: a file written 12 s before a kill -9 (the protection interval is 10 s) is on a
+    fresh host that takes over, byte-identical."""
+    s = Scenario(t, 'rpo')
+    os.makedirs(s.p('notes'))
+    files = {'notes/today.md': b'the only copy\n', 'notes/data.bin': _pattern('notes/data.bin', 500000)}
+    for name, data in files.items():
+        write(s.p(name), data)
+    time.sleep(12)
+    s.kill()
+    mnt = s.remount_fresh()
+    s.assert_files(mnt, files, 'a file written 12 s before the kill, never fsync-ed, on a fresh host')
+    s.finish(mnt)
