@@ -6,7 +6,8 @@
 
 For each RTT, round and row, every variant runs once in turn on a fresh home (its own bucket prefix,
 state and cache): the default variants are `off` (--no-write-behind --protect-interval 0: what homefs did
-before write-behind) and `on` (the defaults). Each row times the foreground workload, then the write +
+before write-behind) and `on` (the defaults); FLAGS may start with `@PATH` to run another build's bin/homefs
+(e.g. `before=@/var/tmp/before/bin/homefs`). Each row times the foreground workload, then the write +
 fsync of a 50-byte file right after it (`fsync`), and, for tar, a second `tar x` into another directory
 followed by `homefs sleep` right after it (`sleep`); other rows time `homefs sleep` right after the
 workload. Rows: tar = tar x of /usr/include; npmci = npm ci of 150 packages from a local cache (bench/run's
@@ -82,18 +83,21 @@ def foreground(row, mnt, tarball, fx):
 
 
 def run_row(row, flags, store, work, tarball, fx, env):
+    homefs = HOMEFS
+    if flags and flags[0].startswith('@'):
+        homefs, flags = flags[0][1:], flags[1:]
     mnt, state, cache = f'{work}/mnt', f'{work}/state', f'{work}/cache'
     for d in (state, cache):
         shutil.rmtree(d, ignore_errors=True)
     os.makedirs(mnt, exist_ok=True)
-    sh(HOMEFS, 'mount', 'acme/protect', mnt, '--store', store, '--state-dir', state, '--cache-dir', cache, *flags, env=env, stdout=subprocess.DEVNULL)
+    sh(homefs, 'mount', 'acme/protect', mnt, '--store', store, '--state-dir', state, '--cache-dir', cache, *flags, env=env, stdout=subprocess.DEVNULL)
     try:
         out = {'fg': foreground(row, mnt, tarball, fx)}
         out['fsync'] = timed(lambda: fsync_small(f'{mnt}/note.txt'))
         if row == 'tar':
             os.makedirs(f'{mnt}/again')
             out['fg2'] = timed(lambda: sh('tar', 'xf', tarball, '-C', f'{mnt}/again'))
-        out['sleep'] = timed(lambda: sh(HOMEFS, 'sleep', mnt, env=env, stdout=subprocess.DEVNULL))
+        out['sleep'] = timed(lambda: sh(homefs, 'sleep', mnt, env=env, stdout=subprocess.DEVNULL))
         return out
     except BaseException:
         subprocess.run(['fusermount3', '-u', mnt], check=False)

@@ -25,7 +25,7 @@
 import { BLOCK_SIZE, SINGLE_BLOCK_MAX, blockStride } from '../hash/blake3.js';
 import { E, fsErr, nowNs } from './errors.js';
 import {
-  allLocal, canInline, changed, copiedUp, emptyContent, hasUpper, inlined, isLocal, isUnsealed, localBlocks, sealPlan,
+  allLocal, canInline, changed, cleanContent, copiedUp, emptyContent, hasUpper, inlined, isLocal, isUnsealed, localBlocks, sealPlan,
   sealed as sealedState, spilled, stagedAs, type FileContent, type InlineContent, type SealBlock, type SealedBlocks,
   type StoredBlocks,
 } from './filestate.js';
@@ -446,6 +446,8 @@ export class Content {
       landed?: () => Promise<void>;
       record?: boolean | { stored: number | null };
       useStored?: (s: StoredBlocks) => boolean;
+      /** Recorded as sealed, an inline file keeps its bytes in a new upper file (default); false: it becomes clean. */
+      keepLocal?: boolean;
     } = {},
   ): Promise<SealedBlocks & { captured: boolean; fromStore?: StoredBlocks }> {
     const cap = await this.serialize(ino, async () => {
@@ -497,10 +499,14 @@ export class Content {
       await this.serialize(ino, async () => {
         if (this.journal.get(ino)?.content !== cap.c) return;
         if (record === true) {
-          await this.recordSealed(ino, cap.c, cap.blocks, cap.size);
+          await this.recordSealed(ino, cap.c, cap.blocks, cap.size, hooks.keepLocal ?? true);
           this.early.delete(ino);
         } else {
-          this.journal.update(ino, { content: stagedAs(cap.c, { blocks: cap.blocks, size: cap.size, epoch: record.stored }) });
+          // An inline file's record (its bytes with it) is not written again for this: after a restart its few
+          // bytes go up again. A larger file's record is, so that a restart does not upload it again.
+          const content = stagedAs(cap.c, { blocks: cap.blocks, size: cap.size, epoch: record.stored });
+          if (cap.c.state === 'inline') this.journal.updateInMemory(ino, { content });
+          else this.journal.update(ino, { content });
         }
       });
     }
@@ -516,9 +522,14 @@ export class Content {
   /**
    * Records file `ino` as sealed. An inline file's bytes move to an upper file first (sealed bytes are not
    * kept in memory); if that fails (a full disk), the file stays inline and unsealed, and the next seal
-   * captures it again.
+   * captures it again. With `keepLocal` false (the seal at sleep) it becomes clean: its bytes are in the store.
    */
-  private async recordSealed(ino: number, c: FileContent, blocks: string[], size: number): Promise<void> {
+  private async recordSealed(ino: number, c: FileContent, blocks: string[], size: number, keepLocal = true): Promise<void> {
+    if (c.state === 'inline' && !keepLocal) {
+      this.dropInline(c);
+      this.journal.update(ino, { content: cleanContent(blocks, size) });
+      return;
+    }
     if (c.state === 'inline' && size > 0) {
       try {
         await this.writeUpper(ino, c);

@@ -33,7 +33,8 @@
  * without reading or uploading anything, as long as no gc was announced since (snapshot/gcfence.ts; the
  * epoch is how it tells). Every change builds a new state without `stored` (`changed`, `inlined`,
  * `spilled`), so a file changed while its upload was in flight is never recorded as stored: `stagedAs`
- * is applied only to the exact state that was captured.
+ * is applied only to the exact state that was captured. (An inline file's `stored` is kept in memory
+ * only: journaling it would write the record, bytes and all, a second time.)
  */
 import { BLOCK_SIZE, SINGLE_BLOCK_MAX, blockRanges } from '../hash/blake3.js';
 

@@ -142,7 +142,9 @@ export async function seal(deps: SealDeps, reason: string): Promise<SealResult |
   const w = new Writes(Math.max(2, d.parallelism * 2));
   // Blocks write-behind stored under this seal's first look count as its dedupe hits (the fence covers them).
   const tags = new TagCheck(deps.fence.gc, since, reuse);
-  const root = await sealDir(d, ROOT_INO, '', tally, { memo: new Map(), w, record: true, tags });
+  // The seal at sleep keeps no local copy of small files held inline: their bytes are in the store now,
+  // and this mount is about to end (writing thousands of upper files would be most of its cost).
+  const root = await sealDir(d, ROOT_INO, '', tally, { memo: new Map(), w, record: true, tags, keepInline: reason !== 'sleep' });
   const tail = deps.tail && base.gen !== null ? { gen: base.gen, seq: deps.tail.seq } : null;
   deps.tail?.walked(reuse);
   const r = d.journal.get(ROOT_INO);
@@ -353,6 +355,8 @@ interface Walk {
   record: boolean;
   /** Which blocks write-behind stored may be relied on, and the record of those that were. */
   tags: TagCheck;
+  /** A seal: an inline file sealed keeps its bytes locally, in a new upper file (else it becomes clean). Default true. */
+  keepInline?: boolean;
   /** A log segment: which one, and the earlier segments it relies on (for `SegmentTrees`). */
   segment?: { gen: number; seq: number; chain: readonly number[] };
 }
@@ -475,6 +479,7 @@ function sealFile(d: SealDeps, ino: number, t: Tally, walk: Walk): Promise<{ blo
     const done = d.content.sealFile(ino, store, {
       captured: resolve,
       record,
+      keepLocal: walk.keepInline ?? true,
       useStored: (s) => tags.accepts(s.epoch),
       landed: async () => {
         await Promise.all(uploads);
