@@ -25,7 +25,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, 'bench'))
-from writepath import fixtures  # noqa: E402  (bench/writepath.py: bench/run's tool fixtures)
+from writepath import fixtures, workload  # noqa: E402  (bench/writepath.py: bench/run's tool fixtures and rows)
 
 HOMEFS = os.path.join(ROOT, 'bin', 'homefs')
 
@@ -69,14 +69,8 @@ def create_files(d, n=10_000):
 def foreground(row, mnt, tarball, fx):
     if row == 'tar':
         return timed(lambda: sh('tar', 'xf', tarball, '-C', mnt))
-    if row == 'clone':
-        return timed(lambda: sh('git', 'clone', '-q', '--no-hardlinks', fx['repo'], f'{mnt}/repo'))
-    if row == 'npmci':
-        os.makedirs(f'{mnt}/npm')
-        for f in ('package.json', 'package-lock.json'):
-            shutil.copy(os.path.join(fx['npmProject'], f), f'{mnt}/npm/{f}')
-        return timed(lambda: sh('npm', 'ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund', '--cache', fx['npmCache'],
-                                cwd=f'{mnt}/npm', stdout=subprocess.DEVNULL))
+    if row in ('clone', 'npmci'):
+        return workload(row, mnt, tarball, None, fx)
     if row == 'create':
         return timed(lambda: create_files(f'{mnt}/many'))
     raise ValueError(row)
