@@ -14,8 +14,9 @@
  * blocks only when it sees that same epoch settled (no gc announced since), and then treats them as it
  * treats its own dedupe hits (seal.ts, docs/operations.md). While a gc runs, write-behind waits.
  *
- * Foreground first: nothing new starts while a reader waits for a store fetch (`foregroundBusy`); files
- * in flight, bytes in memory and upload bandwidth are bounded. Each distinct block goes up once: uploads
+ * Foreground first: nothing new starts while a reader waits for a store fetch (`foregroundBusy`), and
+ * while the event loop is busy (FUSE requests flowing: `loopBusy`) only a couple of files are in flight;
+ * files in flight, bytes in memory and upload bandwidth are bounded. Each distinct block goes up once: uploads
  * of one hash are shared while in flight, and hashes stored under the current epoch are remembered.
  * Blocks go to a `BlockSink`, one object per block today; a pack writer can take its place.
  */
@@ -59,6 +60,8 @@ export interface WriteBehindDeps {
   excluded(ino: number): boolean;
   /** A reader is waiting for the store: start nothing new. */
   foregroundBusy(): boolean;
+  /** How busy this process's event loop was lately (0 to 1): past `busyAbove`, at most `busyFiles` run. */
+  loopBusy?(): number;
   onError(ino: number, e: unknown): void;
   now?: () => number;
 }
@@ -70,6 +73,9 @@ export interface WriteBehindOptions {
   closedQuietMs: number;
   /** Files captured at once. */
   files: number;
+  /** …and while the event loop is busier than `busyAbove` (serving FUSE requests), only this many. */
+  busyFiles: number;
+  busyAbove: number;
   /** Block bytes held in memory for uploads at most (a larger file runs alone). */
   memoryBytes: number;
   /** Upload bandwidth in bytes per second; 0: unbounded. */
@@ -81,7 +87,7 @@ export interface WriteBehindOptions {
 }
 
 export const defaultWriteBehindOptions: WriteBehindOptions = {
-  quietMs: 1000, closedQuietMs: 100, files: 16, memoryBytes: 64 * 1024 * 1024, rateBytes: 0, pumpMs: 50, retryMs: 5000,
+  quietMs: 1000, closedQuietMs: 100, files: 16, busyFiles: 2, busyAbove: 0.6, memoryBytes: 64 * 1024 * 1024, rateBytes: 0, pumpMs: 50, retryMs: 5000,
 };
 
 interface Pending {
@@ -207,8 +213,10 @@ export class WriteBehind {
     if (this.closed) return;
     const t = this.now();
     if (t < this.pausedUntil || this.deps.foregroundBusy()) return this.arm();
+    // Foreground first: while the loop is busy serving requests, write-behind takes only a little of it.
+    const limit = (this.deps.loopBusy?.() ?? 0) > this.opts.busyAbove ? this.opts.busyFiles : this.opts.files;
     for (const [ino, p] of this.pending) {
-      if (this.running.size >= this.opts.files) return; // a capture that ends kicks the queue
+      if (this.running.size >= limit) return this.arm(); // (a capture that ends kicks the queue too)
       if (this.running.has(ino)) continue; // changed again while captured: after that capture ends
       if (t - p.last < (p.closed ? this.opts.closedQuietMs : this.opts.quietMs)) continue;
       const look = this.deps.look(ino);
