@@ -87,7 +87,7 @@ export interface WriteBehindOptions {
 }
 
 export const defaultWriteBehindOptions: WriteBehindOptions = {
-  quietMs: 1000, closedQuietMs: 100, files: 16, busyFiles: 6, busyAbove: 0.6, memoryBytes: 64 * 1024 * 1024, rateBytes: 0, pumpMs: 50, retryMs: 5000,
+  quietMs: 1000, closedQuietMs: 100, files: 16, busyFiles: 2, busyAbove: 0.6, memoryBytes: 64 * 1024 * 1024, rateBytes: 0, pumpMs: 50, retryMs: 5000,
 };
 
 interface Pending {
