@@ -213,7 +213,6 @@ test("gc fence: write-behind's tags: a block it found before a whole gc run is n
     const g = await gcOrg(s.store, 'acme', { graceMs: DAY, keep: 20, dryRun: false, fence: { waitMs: 0 } });
     assert.equal(g.deletedObjects, 1, 'the gc deleted the block (nothing referenced it)');
     assert.equal(existsSync(blockPath(s)), false);
-    // A segment relying on the tag would now reference a deleted block: it refuses (the fsync seals instead).
     await seal(e.deps(), 'sync'); // the first HEAD: looks afresh, sees epoch 0, checks the block and uploads it again
     assert.ok(existsSync(blockPath(s)), 'the seal uploaded the block again from the upper file');
     assert.deepEqual((await verifyHomes(s.store, s.objects, ['h'], { full: true })).problems, []);

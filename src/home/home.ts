@@ -47,7 +47,7 @@ import { CacheMetricsMirror, Capacity, dirtyTotals, homeStatus } from './report.
 import { HashPool } from '../hash/pool.js';
 import { Presealer, excludedIno } from '../seal/preseal.js';
 import type { WriteBehind } from '../seal/writebehind.js';
-import { Protection } from './protect.js';
+import { Protection, type ProtectionReport } from './protect.js';
 import { startWriteBehind } from './writebehind.js';
 import { GitIndexPrefetch } from './gitindex.js';
 import { HotSet } from './hotset.js';
@@ -472,10 +472,7 @@ export class MountedHome {
         presealing: (hash) => this.preseal?.uploading(hash), log: this.log,
       });
     }
-    this.hooks.metrics.bindProtection(() => {
-      const b = this.writeBehind?.backlog();
-      return { backlogFiles: b?.files ?? 0, backlogBytes: b?.bytes ?? 0, oldestUnprotectedMs: this.protection?.oldestMs() ?? 0, bytesUploaded: this.writeBehind?.bytesUploaded ?? 0 };
-    });
+    this.hooks.metrics.bindProtection(() => this.protectionReport() ?? undefined);
     const interval = this.cfg.protectIntervalMs ?? defaults.protectIntervalMs;
     if (interval > 0) {
       this.protection = new Protection({
@@ -805,13 +802,13 @@ export class MountedHome {
   }
 
   /** Write-behind's backlog and throughput, and the age of the oldest change not in the store (status, metrics). */
-  protectionReport(): Record<string, unknown> | null {
+  protectionReport(): ProtectionReport | null {
     const wb = this.writeBehind;
     if (!wb && !this.protection) return null;
     const b = wb?.backlog();
     return {
       intervalMs: this.protection?.intervalMs ?? 0,
-      oldestUnprotectedMs: this.protection?.oldestMs() ?? null,
+      oldestUnprotectedMs: this.protection?.oldestMs() ?? 0,
       backlogFiles: b?.files ?? 0, backlogBytes: b?.bytes ?? 0, backlogOldestMs: b?.oldest != null ? Date.now() - b.oldest : 0,
       filesStored: wb?.filesStored ?? 0, blocksUploaded: wb?.blocksUploaded ?? 0, bytesUploaded: wb?.bytesUploaded ?? 0, blocksFound: wb?.blocksFound ?? 0,
       runs: this.protection?.runs ?? 0,

@@ -25,6 +25,20 @@ export interface ProtectionDeps {
   now?: () => number;
 }
 
+/** What `homefs status` (`protection`) and the metrics report of write-behind and protection. */
+export interface ProtectionReport {
+  intervalMs: number;
+  oldestUnprotectedMs: number;
+  backlogFiles: number;
+  backlogBytes: number;
+  backlogOldestMs: number;
+  filesStored: number;
+  blocksUploaded: number;
+  bytesUploaded: number;
+  blocksFound: number;
+  runs: number;
+}
+
 /** The warning about an old backlog at most this often. */
 const WARN_EVERY_MS = 60_000;
 
@@ -39,7 +53,6 @@ export class Protection {
   private running: Promise<void> | null = null;
   private lastWarn = 0;
   runs = 0;
-  failures = 0;
 
   constructor(private readonly deps: ProtectionDeps, readonly intervalMs: number) {
     this.now = deps.now ?? Date.now;
@@ -106,7 +119,6 @@ export class Protection {
       this.runs++;
       if (!(await this.deps.segment())) await this.deps.seal();
     } catch (e) {
-      this.failures++;
       this.deps.log.debug({ op: 'protect', err: e instanceof Error ? e.message : String(e) }, 'protection run failed; the next tick tries again');
     }
   }

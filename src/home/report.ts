@@ -8,6 +8,7 @@ import type { BlockCache } from '../cache/blockcache.js';
 import type { StatFs } from '../fuse/types.js';
 import type { Journal } from '../inodes/journal.js';
 import type { HomeMetrics } from '../metrics/homefs.js';
+import type { ProtectionReport } from './protect.js';
 
 const BSIZE = 4096;
 
@@ -31,7 +32,7 @@ export interface StatusInput {
   /** Blocks of large files hashed and uploaded while they were written (seal/preseal.ts); null when off. */
   preseal: { hashed: number; uploaded: number } | null;
   /** Write-behind and continuous protection (home/protect.ts): backlog, oldest change not in the store, throughput; null when read-only. */
-  protection: Record<string, unknown> | null;
+  protection: ProtectionReport | null;
   metricsUrl?: string | undefined;
 }
 

@@ -10,6 +10,7 @@
 import { createRequire } from 'node:module';
 import type * as Prom from 'prom-client';
 import type { StoreMeters } from '../store/metered.js';
+import type { ProtectionReport } from '../home/protect.js';
 
 // prom-client's parts, each from its own file: its index also loads the Pushgateway (node:https, so TLS) and
 // the cluster aggregator, about 100 ms of a mount's start for nothing used here (docs/decisions.md, "wake:
@@ -34,13 +35,8 @@ export interface HomeMetricsOptions {
   process?: boolean;
 }
 
-/** What continuous protection reports (home/home.ts `protectionReport`). */
-export interface ProtectionMetrics {
-  backlogFiles: number;
-  backlogBytes: number;
-  oldestUnprotectedMs: number;
-  bytesUploaded: number;
-}
+/** What continuous protection reports (home/protect.ts `ProtectionReport`; these fields are read). */
+export type ProtectionMetrics = Pick<ProtectionReport, 'backlogFiles' | 'backlogBytes' | 'oldestUnprotectedMs' | 'bytesUploaded'>;
 
 export class HomeMetrics {
   readonly registry = new Registry();

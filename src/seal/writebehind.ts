@@ -16,14 +16,13 @@
  *
  * Foreground first: nothing new starts while a reader waits for a store fetch (`foregroundBusy`), and
  * while the event loop is busy (FUSE requests flowing: `loopBusy`) only a couple of files are in flight;
- * files in flight, bytes in memory and upload bandwidth are bounded. Each distinct block goes up once: uploads
+ * files and bytes in flight are bounded (so is the bandwidth write-behind takes). Each distinct block goes up once: uploads
  * of one hash are shared while in flight, and hashes stored under the current epoch are remembered.
  * Blocks go to a `BlockSink`, one object per block today; a pack writer can take its place.
  */
 import { BLOCK_SIZE, SINGLE_BLOCK_MAX } from '../hash/blake3.js';
 import type { SealBlock } from '../inodes/filestate.js';
 import { SMALL_OBJECT } from '../snapshot/objects.js';
-import { TokenBucket } from '../util/tokenbucket.js';
 
 /** Where write-behind's blocks go. */
 export interface BlockSink {
@@ -78,8 +77,6 @@ export interface WriteBehindOptions {
   busyAbove: number;
   /** Block bytes held in memory for uploads at most (a larger file runs alone). */
   memoryBytes: number;
-  /** Upload bandwidth in bytes per second; 0: unbounded. */
-  rateBytes: number;
   /** How often the queue is looked at. */
   pumpMs: number;
   /** While a gc runs (or the look failed), wait this long before looking again. */
@@ -87,7 +84,7 @@ export interface WriteBehindOptions {
 }
 
 export const defaultWriteBehindOptions: WriteBehindOptions = {
-  quietMs: 1000, closedQuietMs: 100, files: 16, busyFiles: 2, busyAbove: 0.6, memoryBytes: 64 * 1024 * 1024, rateBytes: 0, pumpMs: 50, retryMs: 5000,
+  quietMs: 1000, closedQuietMs: 100, files: 16, busyFiles: 2, busyAbove: 0.6, memoryBytes: 64 * 1024 * 1024, pumpMs: 50, retryMs: 5000,
 };
 
 interface Pending {
@@ -106,7 +103,6 @@ export class WriteBehind {
   private readonly uploads = new Map<string, Promise<void>>();
   private stored = new Set<string>();
   private storedEpoch: number | null | undefined = undefined;
-  private readonly rate: TokenBucket | null;
   private readonly now: () => number;
   private timer: NodeJS.Timeout | undefined;
   private kicked = false;
@@ -122,7 +118,6 @@ export class WriteBehind {
 
   constructor(private readonly deps: WriteBehindDeps, readonly opts: WriteBehindOptions = defaultWriteBehindOptions) {
     this.now = deps.now ?? Date.now;
-    this.rate = opts.rateBytes > 0 ? new TokenBucket(opts.rateBytes, this.now) : null;
   }
 
   /** File `ino`'s bytes or size changed. */
@@ -312,7 +307,6 @@ export class WriteBehind {
         if (check.hash !== hash) throw new Error(`write-behind: a block no longer has its early hash`);
         data = check.data;
       }
-      await this.rate?.take(length);
       await this.deps.sink.put(hash, data);
       this.blocksUploaded++;
       this.bytesUploaded += length;
