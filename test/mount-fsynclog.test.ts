@@ -64,3 +64,25 @@ test('readers see what fsync logged; a fresh host replays it after kill -9', asy
   assert.doesNotMatch(after, /log segment/, 'the replay advanced HEAD to the segment');
   await h.sleep(mnt2);
 });
+
+const burst = new TestHome('acme', 'burst');
+after(() => burst.cleanup());
+
+test('an fsync right after an unpack larger than a segment is a segment that leaves fresh names out; a fresh host has the fsync’d file', async () => {
+  // Nothing stored in the background and no protection runs: the unpack's 24 MiB are all pending at the fsync.
+  const mnt = await burst.mount({ extra: ['--no-write-behind', '--protect-interval', '0'] });
+  await writeFsync(`${mnt}/first`, 'sealed'); // (a new home's first fsync seals: the log follows a HEAD)
+  await shOk(`mkdir ${mnt}/unpack && python3 -c 'import sys\nfor i in range(10, 34): open(f"{sys.argv[1]}/f{i}", "w").write((f"{i}\\n" * 349526)[:1048576])' ${mnt}/unpack`);
+  await writeFsync(`${mnt}/note`, 'fsynced after the unpack');
+  const store = ['--store', burst.storeUrl];
+  assert.match((await homefsOk(['log', burst.ref, ...store])).split('\n')[0] ?? '', /log segment/, 'the fsync went to the log: no seal uploaded the unpack');
+  await burst.kill9(mnt);
+  const mnt2 = await burst.mount({ host: 'host2', mnt: burst.mountpoint('fresh'), extra: ['--takeover'] });
+  assert.equal(readFileSync(path.join(mnt2, 'note'), 'utf8'), 'fsynced after the unpack', 'the fsync’d file is there');
+  const kept = readdirSync(path.join(mnt2, 'unpack'));
+  assert.ok(kept.length < 24, `fresh files nobody fsync'd were left out (${kept.length} of 24 kept)`);
+  for (const f of kept) {
+    assert.equal(readFileSync(path.join(mnt2, 'unpack', f), 'utf8'), `${f.slice(1)}\n`.repeat(349526).slice(0, 1048576), `${f} is whole`);
+  }
+  await burst.sleep(mnt2);
+});

@@ -289,8 +289,9 @@ export class FuseAdapter {
       // No opendir or releasedir: the binding makes opendir zero-message (listings.ts explains the cookies).
       readdir: (req, ino, size, offset) => this.run(req, 'readdir', ino, () => this.readdir(req, ino, size, offset, false)),
       readdirplus: (req, ino, size, offset) => this.run(req, 'readdirplus', ino, () => this.readdir(req, ino, size, offset, true)),
-      fsyncdir: (req) => {
-        this.hooks.fsync(0, false).then(() => this.s.err(req, 0), (e: unknown) => this.fail(req, 'fsyncdir', e));
+      // A directory's fsync names its entries: the log segment holds each of them (seal/omission.ts).
+      fsyncdir: (req, ino) => {
+        this.hooks.fsync(ino, false).then(() => this.s.err(req, 0), (e: unknown) => this.fail(req, 'fsyncdir', e));
       },
       statfs: (req) => this.s.statfs(req, this.hooks.statfs()),
       setxattr: (req, ino, name, value, flags) => this.run(req, 'setxattr', 0, () => {

@@ -24,7 +24,7 @@ import { Excludes } from '../snapshot/excludes.js';
 import { TreeWalk } from '../snapshot/treewalk.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import { GcFence } from '../snapshot/gcfence.js';
-import { LogFencedError, LogFullError, LogUnsafeError, SegmentTrees, seal, sealToLog, type SealDeps, type SealResult } from '../seal/seal.js';
+import { LogFencedError, LogFullError, LogUnsafeError, SegmentTrees, seal, sealToLog, type LogResult, type SealDeps, type SealResult } from '../seal/seal.js';
 import type { ReuseLog } from '../snapshot/objects.js';
 import { dropOldLogs } from '../snapshot/homelog.js';
 import { chainFor, chainLanded, newChain, type LogState } from './logchain.js';
@@ -46,6 +46,7 @@ import { Sealer } from './sealer.js';
 import { CacheMetricsMirror, Capacity, dirtyTotals, homeStatus } from './report.js';
 import { HashPool } from '../hash/pool.js';
 import { Presealer, excludedIno } from '../seal/preseal.js';
+import { Omissions } from '../seal/omission.js';
 import type { WriteBehind } from '../seal/writebehind.js';
 import { Protection, type ProtectionReport } from './protect.js';
 import { startWriteBehind } from './writebehind.js';
@@ -167,9 +168,13 @@ export class MountedHome {
   private sealing: { gen: number; seq: number; tail: boolean; walked: Promise<ReuseLog | null>; done: Promise<void> } | null = null;
   /**
    * Group commit of fsyncs into log segments, one segment at a time: fsyncs that arrive while one is in
-   * flight form the next (true: the fsync is in the log; false: it needs a seal).
+   * flight form the next ('whole' or 'partial': the fsync is in the log; 'seal': it needs a seal).
    */
-  private readonly segmenter: Sealer<boolean>;
+  private readonly segmenter: Sealer<SegmentOutcome>;
+  /** Inodes fsync'd since the segment in flight captured (the next one must hold them: seal/omission.ts). */
+  private fsynced = new Set<number>();
+  /** Fresh names a segment may leave out, and what landed segments and seals held. */
+  private readonly omissions = new Omissions();
   /** The last segment started: settled when it landed or failed (with its error), and when its content was captured. */
   private logWrite: Promise<unknown> = Promise.resolve(null);
   /** Trees log segments computed, reused by the next segment while unchanged (seal.ts). */
@@ -194,6 +199,7 @@ export class MountedHome {
   ) {
     this.sealer = new Sealer((reason) => this.sealNow(reason));
     this.segmenter = new Sealer(() => this.segmentNow());
+    view.onCreated = (ino) => this.omissions.created(ino);
     this.capacity = new Capacity(paths.stateDir, cfg.quotaBytes, () => content.usedBytes);
     this.cacheMetrics = new CacheMetricsMirror(cache, hooks.metrics);
     hooks.metrics.bindDirtyBytes(() => dirtyTotals(journal).bytes);
@@ -459,7 +465,7 @@ export class MountedHome {
       hash: (data) => this.hashPool.hash(data), fence: this.gcFence,
       uploading: (hash) => this.preseal?.uploading(hash) ?? this.writeBehind?.inFlight(hash),
       storedUnder: (hash, epoch) => this.writeBehind?.has(hash, epoch) ?? false,
-      segmentTrees: this.segmentTrees,
+      segmentTrees: this.segmentTrees, omissions: this.omissions,
     };
   }
 
@@ -478,7 +484,7 @@ export class MountedHome {
       this.protection = new Protection({
         mutations: () => this.journal.mutations,
         flushKernel: () => this.flushKernel(),
-        segment: () => this.segmenter.request('protect'),
+        segment: async () => (await this.segmenter.request('protect')) === 'whole',
         seal: () => this.sealer.request('protect'),
         log: this.log,
       }, interval);
@@ -509,44 +515,50 @@ export class MountedHome {
   }
 
   /**
-   * One run of the fsync group commit: a segment of the log, else (false) the fsyncs need a seal. While a
+   * One run of the fsync group commit: a segment of the log, else ('seal') the fsyncs need a seal. While a
    * seal runs, its log tail, once it has captured everything; when it cannot take one, after the seal.
    */
-  private async segmentNow(): Promise<boolean> {
+  private async segmentNow(): Promise<SegmentOutcome> {
+    // The fsyncs this run answers (those that come later go to the next run): it must hold them.
+    const fsynced = this.fsynced;
+    this.fsynced = new Set();
     for (;;) {
-      if (!this.lease || this.fenced) return false; // the seal says why
+      if (!this.lease || this.fenced) return 'seal'; // the seal says why
       const s = this.sealing;
       if (s) {
-        if (s.tail && (await this.tailNow(s, this.lease))) return true;
+        const tail = s.tail ? await this.tailNow(s, this.lease, fsynced) : 'seal';
+        if (tail !== 'seal') return tail;
         const waited = Date.now();
         await s.done;
         this.log.debug({ op: 'log.wait', ms: Date.now() - waited }, 'segment waited for a seal to end');
         continue;
       }
       const l = this.logReady();
-      if (!l) return false;
+      if (!l) return 'seal';
       // Taken in the same tick as the look at `sealing`: a seal that starts later numbers its tail after it.
       const seq = l.nextSeq++;
-      if (!(await this.logNow(l, seq, this.lease))) return false;
+      const outcome = await this.logNow(l, seq, this.lease, fsynced);
+      if (outcome === 'seal') return outcome;
       // Absorb the log in the background before it is full; fsyncs meanwhile go to its tail.
       // (Or once many inodes changed since the last seal: every segment walks them, and so does the seal at sleep.)
       const absorb = this.logSegments * 2 >= defaults.logMaxSegments || this.logBytes * 2 >= defaults.logMaxBytes || this.journal.changedCount >= defaults.logAbsorbChanged;
       if (absorb && !this.sealer.busy) setImmediate(() => this.sealer.request('absorb').catch(() => undefined));
-      return true;
+      return outcome;
     }
   }
 
   /**
-   * An fsync's one round trip: a log segment `seq` with everything changed since the last seal. False when
-   * that is too much for a segment (the caller seals instead).
+   * An fsync's one round trip: a log segment `seq` with everything changed since the last seal but fresh
+   * names beyond its budget that nobody fsync'd (seal/omission.ts). 'seal' when what it must hold is too
+   * much for a segment (the caller seals instead).
    */
-  private async logNow(l: LogState, seq: number, lease: Lease): Promise<boolean> {
+  private async logNow(l: LogState, seq: number, lease: Lease, fsynced: ReadonlySet<number>): Promise<SegmentOutcome> {
     const started = Date.now();
     const mark = this.journal.mutations;
     const chain = chainFor(l, seq);
     const write = this.tracked(async (captured) => {
       if (!(await lease.confirmed())) throw new UserError('this mount cannot confirm its lease (lost to another host, or the store is unreachable): its fsync is not in the store');
-      return sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: lease.token, chain }, 'fsync', defaults.logMaxBytes, undefined, captured);
+      return sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: lease.token, chain, ...omitting(fsynced) }, 'fsync', defaults.logMaxBytes, undefined, captured);
     });
     try {
       const r = await write;
@@ -554,17 +566,26 @@ export class MountedHome {
         chainLanded(l, chain, seq, r.keys);
         this.logged(r, started, 'log');
       }
-      this.protection?.covered(mark, started);
-      return true;
+      return this.segmentLanded(r, mark, started);
     } catch (e) {
       if (e instanceof LogFullError) {
         this.logBytes = Infinity; // until the seal that follows
-        return false;
+        return 'seal';
       }
-      if (e instanceof LogUnsafeError) return false; // a gc was announced since write-behind's tags: the seal's fence handles it
+      if (e instanceof LogUnsafeError) return 'seal'; // a gc was announced since write-behind's tags: the seal's fence handles it
       this.logFailed(e, l.gen, seq);
       throw e;
     }
+  }
+
+  /** A segment captured from change count `mark` landed (null: nothing had changed): only a whole one covers the home. */
+  private segmentLanded(r: LogResult | null, mark: number, started: number): SegmentOutcome {
+    if (r && r.omitted > 0) {
+      this.log.debug({ op: 'log', omitted: r.omitted }, 'segment left fresh names out');
+      return 'partial';
+    }
+    this.protection?.covered(mark, started);
+    return 'whole';
   }
 
   /** Starts a segment's write now and makes it the one a seal waits for before it captures. */
@@ -705,20 +726,20 @@ export class MountedHome {
    * when it cannot be written (the seal ended first, the segment would rely on a block the seal deduplicated,
    * or it is too large): the caller then waits for the seal.
    */
-  private async tailNow(s: NonNullable<MountedHome['sealing']>, lease: Lease): Promise<boolean> {
+  private async tailNow(s: NonNullable<MountedHome['sealing']>, lease: Lease, fsynced: ReadonlySet<number>): Promise<SegmentOutcome> {
     const l = this.logState;
-    if (!l || l.gen !== s.gen || lease.lost) return false;
+    if (!l || l.gen !== s.gen || lease.lost) return 'seal';
     const waited = Date.now();
     const reuse = await s.walked;
-    if (reuse === null) return false;
+    if (reuse === null) return 'seal';
     const started = Date.now();
     this.log.debug({ op: 'log-tail.wait', ms: started - waited }, "tail segment waited for the seal's capture");
-    if (!(await lease.confirmed()) || this.logState !== l || this.sealing !== s) return false; // (the seal may have ended meanwhile)
+    if (!(await lease.confirmed()) || this.logState !== l || this.sealing !== s) return 'seal'; // (the seal may have ended meanwhile)
     const seq = l.nextSeq++;
     const chain = chainFor(l, seq);
     const mark = this.journal.mutations;
     try {
-      const target = { gen: l.gen, seq, writer: lease.token, chain };
+      const target = { gen: l.gen, seq, writer: lease.token, chain, ...omitting(fsynced) };
       // Of the seal's dedupe hits, the tail may rely only on write-behind's tagged blocks, and then confirms their epoch.
       const onlyTagged = (): boolean => [...reuse.blocks].every((h) => reuse.tagged.has(h));
       const r = await this.tracked((captured) => sealToLog(this.sealDeps(), target, 'fsync', defaults.logMaxBytes, onlyTagged, captured, () => reuse.tagged.size > 0));
@@ -726,10 +747,9 @@ export class MountedHome {
         chainLanded(l, chain, seq, r.keys);
         this.logged(r, started, 'log-tail');
       }
-      this.protection?.covered(mark, started);
-      return true;
+      return this.segmentLanded(r, mark, started);
     } catch (e) {
-      if (e instanceof LogUnsafeError || e instanceof LogFullError) return false;
+      if (e instanceof LogUnsafeError || e instanceof LogFullError) return 'seal';
       this.logFailed(e, l.gen, seq);
       throw e;
     }
@@ -764,7 +784,8 @@ export class MountedHome {
     if (this.cfg.fsync !== 'store') return this.journal.sync();
     const t1 = Date.now();
     let how = 'log';
-    if (!(await this.segmenter.request('fsync'))) {
+    this.fsynced.add(ino);
+    if ((await this.segmenter.request('fsync')) === 'seal') {
       how = 'seal';
       await this.sealer.request('fsync');
     }
@@ -887,4 +908,12 @@ export class MountedHome {
     this.log.info({ snapshot: this.lastSnapshot }, 'asleep');
     return last;
   }
+}
+
+/** What a log segment's run gave: every change ('whole'), all but fresh names nobody fsync'd ('partial'), or nothing: a seal must follow. */
+type SegmentOutcome = 'whole' | 'partial' | 'seal';
+
+/** The omission rules of a segment for these fsync'd inodes (0: a whole-home sync: nothing may be left out). */
+function omitting(fsynced: ReadonlySet<number>): { fsynced?: { inodes: ReadonlySet<number>; freshBytes: number } } {
+  return fsynced.has(0) ? {} : { fsynced: { inodes: fsynced, freshBytes: defaults.logFreshBytes } };
 }

@@ -48,6 +48,8 @@ export class HomeView {
   onReclaim: (node: Inode) => void = () => undefined;
   /** The last open handle of `ino` was closed (write-behind then counts the file quiet sooner). */
   onLastClose: (ino: number) => void = () => undefined;
+  /** An inode was created (a log segment may leave a fresh name out: seal/omission.ts). */
+  onCreated: (ino: number) => void = () => undefined;
   /** Called after each lookup that found its child (the git-index prefetch watches for `.git/index`). */
   onLookup: ((parent: number, name: string, node: Inode) => void) | undefined;
 
@@ -196,7 +198,7 @@ export class HomeView {
     const p = this.dir(parent);
     if (this.journal.child(parent, name) !== undefined) throw fsErr(E.EEXIST);
     const now = nowNs();
-    return this.journal.txn(() => {
+    const node = this.journal.txn(() => {
       const ino = this.journal.createdIno(); // never one this mount had before: its upper file may linger
       const gid = p.mode & 0o2000 ? p.gid : n.gid;
       let mode = n.mode & 0o7777;
@@ -216,6 +218,8 @@ export class HomeView {
       this.journal.markChanged(ino);
       return node;
     });
+    this.onCreated(node.ino);
+    return node;
   }
 
   /** Removes a name; `dir` selects rmdir semantics. Returns the inode (its nlink already decremented). */

@@ -28,6 +28,7 @@ import { commitSnapshot } from '../snapshot/commit.js';
 import type { Excludes } from '../snapshot/excludes.js';
 import { reverifyReused, type EpochState, type GcFence } from '../snapshot/gcfence.js';
 import { TagCheck } from './tags.js';
+import type { OmissionWalk, Omissions } from './omission.js';
 import { ObjectStore, ReuseLog, SMALL_OBJECT } from '../snapshot/objects.js';
 import { createEntry, encodeSegment, type LogObject } from '../snapshot/homelog.js';
 import { logKey } from '../store/keys.js';
@@ -62,6 +63,8 @@ export interface SealDeps {
   beforeHead?: () => Promise<void>;
   /** Log segments only: the trees earlier segments of this mount computed, reused while unchanged (`SegmentTrees`). */
   segmentTrees?: SegmentTrees;
+  /** Which names a segment may leave out, and what every landed segment and seal held (omission.ts). */
+  omissions?: Omissions;
 }
 
 /**
@@ -144,7 +147,8 @@ export async function seal(deps: SealDeps, reason: string): Promise<SealResult |
   const tags = new TagCheck(deps.fence.gc, since, reuse);
   // The seal at sleep keeps no local copy of small files held inline: their bytes are in the store now,
   // and this mount is about to end (writing thousands of upper files would be most of its cost).
-  const root = await sealDir(d, ROOT_INO, '', tally, { memo: new Map(), w, record: true, tags, keepInline: reason !== 'sleep' });
+  const omit = deps.omissions?.begin(null, 0);
+  const root = await sealDir(d, ROOT_INO, '', tally, { memo: new Map(), w, record: true, tags, keepInline: reason !== 'sleep', omit });
   const tail = deps.tail && base.gen !== null ? { gen: base.gen, seq: deps.tail.seq } : null;
   deps.tail?.walked(reuse);
   const r = d.journal.get(ROOT_INO);
@@ -161,6 +165,7 @@ export async function seal(deps: SealDeps, reason: string): Promise<SealResult |
   }, { fence: { gc: d.fence.gc, since, reverify }, pending: landed.then(() => deps.beforeHead?.()) });
   deps.fence.observed = observed;
   d.journal.sealCommitted({ snapshot, gen }, floor);
+  if (omit) deps.omissions?.sealed(omit, (ino) => d.journal.get(ino) !== undefined);
   return { snapshot, gen, filesHashed: tally.filesHashed, bytesHashed: tally.bytesHashed, blocksNew: tally.blocksNew, bytesUploaded: tally.bytesUploaded, durationMs: Date.now() - started };
 }
 
@@ -171,6 +176,11 @@ export interface LogTarget {
   writer: string;
   /** Earlier segments of this writer that landed, and the store keys of their objects: this one leaves those out. */
   chain?: { seqs: number[]; keys: ReadonlySet<string> };
+  /**
+   * The inodes fsync'd for this segment, and the bytes it may carry for fresh names (omission.ts): others
+   * beyond that are left out. Absent: nothing is left out.
+   */
+  fsynced?: { inodes: ReadonlySet<number>; freshBytes: number };
 }
 
 export interface LogResult {
@@ -184,6 +194,8 @@ export interface LogResult {
   putMs: number;
   /** Store keys of the objects the segment holds. */
   keys: string[];
+  /** Entries it left out (omission.ts): 0 for a segment that holds the whole home. */
+  omitted: number;
 }
 
 /** The log entry this holder was to create exists with other bytes: another host claimed the log (takeover). */
@@ -280,7 +292,8 @@ export async function sealToLog(
   // saw their epoch settled; a look made while the segment is captured must then see it unchanged (before the PUT).
   const tags = new TagCheck(deps.fence.gc, deps.fence.observed, new ReuseLog());
   const segment = { gen: target.gen, seq: target.seq, chain };
-  const root = await sealDir(d, ROOT_INO, '', tally, { memo: new Map(), w, record: false, tags, segment });
+  const omit = deps.omissions?.begin(target.fsynced?.inodes ?? null, target.fsynced?.freshBytes ?? 0);
+  const root = await sealDir(d, ROOT_INO, '', tally, { memo: new Map(), w, record: false, tags, segment, omit });
   await w.all();
   const r = d.journal.get(ROOT_INO);
   const prevStats = d.journal.getMeta<SnapshotStats>('stats');
@@ -300,7 +313,11 @@ export async function sealToLog(
   captured();
   const put = Date.now();
   if (!(await createEntry(deps.objects.store, logKey(deps.objects.org, d.home, target.gen, target.seq), seg))) throw new LogFencedError(home);
-  return { snapshot, gen: target.gen, seq: target.seq, bytes: seg.length, durationMs: Date.now() - started, putMs: Date.now() - put, keys: [...collected.objects.keys()] };
+  if (omit) deps.omissions?.landed(omit);
+  return {
+    snapshot, gen: target.gen, seq: target.seq, bytes: seg.length, durationMs: Date.now() - started, putMs: Date.now() - put,
+    keys: [...collected.objects.keys()], omitted: omit?.omitted ?? 0,
+  };
 }
 
 /** What every snapshot of a mounted home requires of its readers: they must know its log. */
@@ -359,6 +376,8 @@ interface Walk {
   keepInline?: boolean;
   /** A log segment: which one, and the earlier segments it relies on (for `SegmentTrees`). */
   segment?: { gen: number; seq: number; chain: readonly number[] };
+  /** What the walk may leave out, and the record of what it held (omission.ts). */
+  omit?: OmissionWalk;
 }
 
 async function sealDir(d: SealDeps, ino: number, path: string, t: Tally, walk: Walk): Promise<string> {
@@ -373,8 +392,10 @@ async function sealDir(d: SealDeps, ino: number, path: string, t: Tally, walk: W
     if (known) return known;
   }
   const tagsBefore = walk.tags.count;
+  const omittedBefore = walk.omit?.omitted ?? 0;
   const hash = await walkDir(d, ino, path, t, walk);
-  if (seg && trees) trees.set(ino, { version, hash, gen: seg.gen, seq: seg.seq, epoch: walk.tags.count > tagsBefore ? walk.tags.epoch : undefined });
+  // A tree that left names out is walked again by the next segment (write-behind may have stored them since).
+  if (seg && trees && (walk.omit?.omitted ?? 0) === omittedBefore) trees.set(ino, { version, hash, gen: seg.gen, seq: seg.seq, epoch: walk.tags.count > tagsBefore ? walk.tags.epoch : undefined });
   return hash;
 }
 
@@ -388,10 +409,23 @@ async function walkDir(d: SealDeps, ino: number, path: string, t: Tally, walk: W
     if (d.excludes.excluded(childPath, child.kind === 'dir')) continue;
     kids.push([name, child]);
   }
-  const entries = await mapLimit(kids, d.parallelism, async ([name, child]) => {
+  const om = walk.omit;
+  const all = await mapLimit(kids, d.parallelism, async ([name, child]): Promise<TreeEntry | null> => {
     const childPath = path ? `${path}/${name}` : name;
-    return entryFor(d, name, child, childPath, t, walk);
+    const omittable = om?.mayOmit(ino, name, child) ?? false;
+    if (omittable && child.kind === 'file' && !om?.fits(child)) return null;
+    const e = await entryFor(d, name, child, childPath, t, walk);
+    return omittable && child.kind === 'dir' && om?.isEmptied(child.ino) ? null : e;
   });
+  const entries: TreeEntry[] = [];
+  const held: Array<{ name: string; ino: number }> = [];
+  all.forEach((e, i) => {
+    if (!e) return;
+    entries.push(e);
+    const kid = kids[i];
+    if (kid) held.push({ name: kid[0], ino: kid[1].ino });
+  });
+  om?.walked(ino, held, all.length - entries.length);
   sortByName(entries);
   // The tree's hash is computed here; its write goes up with everything else, not one level per round trip.
   const staged = d.objects.stageTree({ entries });

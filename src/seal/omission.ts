@@ -1,0 +1,108 @@
+/**
+ * What an fsync's log segment may leave out, so that its cost follows what was fsync'd and not the unpack
+ * that came just before it (docs/decisions.md, "An fsync after a burst leaves fresh names out").
+ *
+ * A segment holds the whole home, but for names that were never durable: a file, directory or symlink
+ * created by this process that no landed segment or seal holds yet (`fresh`), under a name its directory
+ * did not have in the previous durable state, may be left out when its bytes are neither stored by
+ * write-behind nor within the segment's budget for such names. What the fsync asked for is never left out:
+ * an fsync'd inode, every entry of an fsync'd directory, and (since they are not empty) their directories.
+ * A fresh directory is left out only when everything under it was. Hard-linked files are always held.
+ *
+ * So the snapshot a fresh host replays is one a POSIX crash allows: every fsync'd file and name is there,
+ * every file held is at a state it had, and a name whose creation nobody fsync'd may be missing, as on a
+ * local disk after a power cut. Never a durable name: a fresh directory had none, and of a directory a
+ * landed segment walked, the durable names are those it held (`held`). In any other directory (one the
+ * last seal wrote, or that no segment walked since) every name is treated as durable, which is always safe.
+ *
+ * Continuous protection counts only whole segments as covering the home (home/protect.ts); a partial one
+ * is followed by a seal. All of this is in memory: after a restart nothing is fresh, and nothing is left out.
+ */
+import type { Inode } from '../inodes/types.js';
+import { storedOf } from '../inodes/filestate.js';
+
+export class Omissions {
+  /** Inodes created by this process that no landed segment or seal holds yet. */
+  private readonly fresh = new Set<number>();
+  /** Directories landed segments walked since the last seal: the names the newest of them held. */
+  private readonly held = new Map<number, ReadonlySet<string>>();
+
+  /** A file, directory, symlink or special file was created. */
+  created(ino: number): void {
+    this.fresh.add(ino);
+  }
+
+  /** The walk of one segment; `fsynced`: the inodes it must hold whatever the budget (null: nothing may be left out). */
+  begin(fsynced: ReadonlySet<number> | null, budget: number): OmissionWalk {
+    return new OmissionWalk(fsynced === null ? null : { fresh: this.fresh, held: this.held, fsynced }, budget);
+  }
+
+  /** A segment walked with `w` landed: what it held is durable now, and so are the names of the directories it walked. */
+  landed(w: OmissionWalk): void {
+    for (const ino of w.held) this.fresh.delete(ino);
+    for (const [dir, names] of w.dirs) this.held.set(dir, names);
+  }
+
+  /** A seal walked with `w` committed. `exists` prunes inodes that are gone (a fresh file unlinked again). */
+  sealed(w: OmissionWalk, exists: (ino: number) => boolean): void {
+    for (const ino of w.held) this.fresh.delete(ino);
+    this.held.clear(); // HEAD holds every name the seal saw: all are treated as durable
+    for (const ino of this.fresh) if (!exists(ino)) this.fresh.delete(ino);
+  }
+
+  get freshCount(): number {
+    return this.fresh.size;
+  }
+}
+
+interface OmissionRules {
+  fresh: ReadonlySet<number>;
+  held: ReadonlyMap<number, ReadonlySet<string>>;
+  fsynced: ReadonlySet<number>;
+}
+
+/** One walk's decisions and what it held (a seal's walk, or a segment's that may leave nothing out, has no rules). */
+export class OmissionWalk {
+  /** Entries left out. */
+  omitted = 0;
+  /** Inodes whose entries went into the walk's trees. */
+  readonly held: number[] = [];
+  /** Directories walked: the names held. */
+  readonly dirs = new Map<number, ReadonlySet<string>>();
+  /** Directories walked of which every entry was left out (at least one). */
+  private readonly emptied = new Set<number>();
+
+  constructor(private readonly rules: OmissionRules | null, private budget: number) {}
+
+  /** Whether the entry `name` of directory `dir` may be left out (then a file must also fail `fits`). */
+  mayOmit(dir: number, name: string, node: Inode): boolean {
+    const r = this.rules;
+    if (!r || !r.fresh.has(node.ino) || r.fsynced.has(node.ino) || r.fsynced.has(dir)) return false;
+    if (node.kind === 'file' && node.nlink > 1) return false;
+    if (r.fresh.has(dir)) return true; // a fresh directory had no durable names
+    const names = r.held.get(dir);
+    return names !== undefined && !names.has(name);
+  }
+
+  /** An omittable file fits the budget (its bytes not stored by write-behind are taken from it), or is left out. */
+  fits(node: Inode): boolean {
+    const stored = storedOf(node.content);
+    const bytes = stored && stored.size === node.size ? 0 : node.size;
+    if (bytes > this.budget) return false;
+    this.budget -= bytes;
+    return true;
+  }
+
+  /** Whether directory `ino`, walked, held nothing because everything in it was left out. */
+  isEmptied(ino: number): boolean {
+    return this.emptied.has(ino);
+  }
+
+  /** Directory `dir` was walked: `held` are its entries' names and inodes kept, `left` how many were left out. */
+  walked(dir: number, held: Array<{ name: string; ino: number }>, left: number): void {
+    for (const h of held) this.held.push(h.ino);
+    this.omitted += left;
+    if (this.rules) this.dirs.set(dir, new Set(held.map((h) => h.name)));
+    if (left > 0 && held.length === 0) this.emptied.add(dir);
+  }
+}
