@@ -114,7 +114,7 @@ export const defaults = {
   /** …or once the last segment (they are cumulative) is this large. */
   logMaxBytes: 16 * 1024 * 1024,
   /** Of which an fsync's segment carries at most this much of fresh files nobody fsync'd; it leaves the others out (seal/omission.ts). */
-  logFreshBytes: 4 * 1024 * 1024,
+  logFreshBytes: 512 * 1024,
   /** A segment starts a background seal (absorbing the log) once this many inodes changed since the last seal. */
   logAbsorbChanged: 4096,
   sealHashThreads: 1,

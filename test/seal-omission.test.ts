@@ -31,8 +31,9 @@ interface OEnv extends Env {
 async function omissionEnv(): Promise<OEnv> {
   const e = writeBehindEnv();
   e.content.onChanged = () => undefined; // write-behind stores nothing: every fresh byte counts against the budget
-  const om = new Omissions();
+  const om = new Omissions((ino) => e.j.get(ino)?.parents ?? []);
   e.view.onCreated = (ino) => om.created(ino);
+  e.view.onNamed = (ino, dirs, link) => om.named(ino, dirs, link);
   const deps = e.deps;
   e.deps = () => ({ ...deps(), omissions: om });
   await seal(e.deps(), 'sync'); // a HEAD for the log to follow
@@ -90,9 +91,9 @@ test('a fresh directory goes only when everything in it did; an empty one stays'
   const e = await omissionEnv();
   try {
     const top = e.mkdir(ROOT_INO, 'top');
+    e.mkdir(top, 'empty'); // (walked before the budget is spent)
     const deep = e.mkdir(top, 'deep');
     await e.file(deep, 'big', 8 * KB);
-    e.mkdir(top, 'empty');
     const kept = e.mkdir(top, 'kept');
     const fsyncd = await e.file(kept, 'fsyncd', 8 * KB);
     const r = await e.segment([fsyncd], 1 * KB);
@@ -103,22 +104,49 @@ test('a fresh directory goes only when everything in it did; an empty one stays'
   }
 });
 
-test('an fsync’d directory keeps every entry; a hard-linked fresh file is always held', async () => {
+test('an fsync’d directory keeps every entry; a directory that gets a hard link or a durable file is walked and held', async () => {
   const e = await omissionEnv();
   try {
+    const old = await e.file(ROOT_INO, 'old', 10);
+    await seal(e.deps(), 'sync'); // 'old' is durable now
     const d = e.mkdir(ROOT_INO, 'd');
     const inner = e.mkdir(d, 'inner');
     for (const n of ['x', 'y']) await e.file(inner, n, 4 * KB);
-    const linked = await e.file(inner, 'linked', 4 * KB);
-    e.view.link(linked, inner, 'linked2');
     const r = await e.segment([inner], 0);
-    assert.deepEqual(await e.names(r, ['d', 'inner']), ['linked', 'linked2', 'x', 'y']);
-    const other = e.mkdir(d, 'other');
-    const l2 = await e.file(other, 'l', 4 * KB);
-    await e.file(other, 'plain', 4 * KB);
-    e.view.link(l2, other, 'l2');
+    assert.deepEqual(await e.names(r, ['d', 'inner']), ['x', 'y']);
+    const t = e.mkdir(d, 't');
+    await e.file(t, 'a-big', 4 * KB); // walked first: spends the budget
+    const moved = e.mkdir(t, 'moved');
+    const linked = e.mkdir(t, 'linked');
+    const skipped = e.mkdir(t, 'skipped');
+    await e.file(skipped, 'z', 1);
+    e.view.rename(ROOT_INO, 'old', moved, 'old', 0);
+    const l = await e.file(linked, 'l', 4 * KB);
+    e.view.link(l, linked, 'l2');
     const r2 = await e.segment([], 0);
-    assert.deepEqual(await e.names(r2, ['d', 'other']), ['l', 'l2'], 'the hard-linked file is held, the plain one left out');
+    assert.deepEqual(await e.names(r2, ['d', 't']), ['linked', 'moved'], 'the spent budget leaves a-big and skipped out; the pinned ones are held');
+    assert.deepEqual(await e.names(r2, ['d', 't', 'moved']), ['old'], 'the durable file moved into a fresh directory is held');
+    assert.deepEqual(await e.names(r2, ['d', 't', 'linked']), ['l', 'l2']);
+    assert.equal(r2.omitted, 2);
+    assert.ok(old > 0);
+  } finally {
+    await e.close();
+  }
+});
+
+test('once the budget is spent a fresh directory is left out without a walk, unless an fsync’d file is below it', async () => {
+  const e = await omissionEnv();
+  try {
+    const t = e.mkdir(ROOT_INO, 't');
+    await e.file(t, 'a-big', 4 * KB);
+    const deep = e.mkdir(e.mkdir(t, 'b'), 'deep');
+    const note = await e.file(deep, 'note', 1);
+    const c = e.mkdir(t, 'c');
+    await e.file(e.mkdir(c, 'cc'), 'z', 1);
+    const r = await e.segment([note], 0);
+    assert.deepEqual(await e.names(r, ['t']), ['b']);
+    assert.deepEqual(await e.names(r, ['t', 'b', 'deep']), ['note']);
+    assert.equal(r.omitted, 2, 'a-big, and c as one entry (not walked)');
   } finally {
     await e.close();
   }
@@ -148,7 +176,7 @@ test('names a landed segment held are durable: a fresh file renamed over one is 
 });
 
 test('the rules: only fresh inodes, not fsync’d, in a fresh directory or under a name a partial one lacked', () => {
-  const om = new Omissions();
+  const om = new Omissions(() => []);
   const node = (ino: number, kind: Inode['kind'] = 'file', nlink = 1): Inode => ({ ino, kind, mode: 0o644, uid: 0, gid: 0, size: 10, atimeNs: 0n, mtimeNs: 0n, ctimeNs: 0n, nlink, parents: [] });
   om.created(10);
   om.created(11);

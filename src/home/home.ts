@@ -174,7 +174,7 @@ export class MountedHome {
   /** Inodes fsync'd since the segment in flight captured (the next one must hold them: seal/omission.ts). */
   private fsynced = new Set<number>();
   /** Fresh names a segment may leave out, and what landed segments and seals held. */
-  private readonly omissions = new Omissions();
+  private readonly omissions: Omissions;
   /** The last segment started: settled when it landed or failed (with its error), and when its content was captured. */
   private logWrite: Promise<unknown> = Promise.resolve(null);
   /** Trees log segments computed, reused by the next segment while unchanged (seal.ts). */
@@ -199,7 +199,9 @@ export class MountedHome {
   ) {
     this.sealer = new Sealer((reason) => this.sealNow(reason));
     this.segmenter = new Sealer(() => this.segmentNow());
+    this.omissions = new Omissions((ino) => journal.get(ino)?.parents ?? []);
     view.onCreated = (ino) => this.omissions.created(ino);
+    view.onNamed = (ino, dirs, link) => this.omissions.named(ino, dirs, link);
     this.capacity = new Capacity(paths.stateDir, cfg.quotaBytes, () => content.usedBytes);
     this.cacheMetrics = new CacheMetricsMirror(cache, hooks.metrics);
     hooks.metrics.bindDirtyBytes(() => dirtyTotals(journal).bytes);

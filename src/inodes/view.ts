@@ -50,6 +50,8 @@ export class HomeView {
   onLastClose: (ino: number) => void = () => undefined;
   /** An inode was created (a log segment may leave a fresh name out: seal/omission.ts). */
   onCreated: (ino: number) => void = () => undefined;
+  /** An inode got a name in `dirs`: moved there (`link` false), or a further hard link (true). */
+  onNamed: (ino: number, dirs: number[], link: boolean) => void = () => undefined;
   /** Called after each lookup that found its child (the git-index prefetch watches for `.git/index`). */
   onLookup: ((parent: number, name: string, node: Inode) => void) | undefined;
 
@@ -294,6 +296,8 @@ export class HomeView {
       this.touchDir(parent, now);
       if (newParent !== parent) this.touchDir(newParent, now);
     });
+    this.onNamed(ino, [newParent], false);
+    if (flags & RENAME_EXCHANGE && target) this.onNamed(target.ino, [parent], false);
   }
 
   private reparent(ino: number, from: number, to: number, now: bigint): void {
@@ -328,7 +332,7 @@ export class HomeView {
     if (node.nlink === 0) throw fsErr(E.ENOENT);
     if (this.journal.child(newParent, newName) !== undefined) throw fsErr(E.EEXIST);
     const now = nowNs();
-    return this.journal.txn(() => {
+    const linked = this.journal.txn(() => {
       this.journal.setChild(newParent, newName, ino);
       const next = this.journal.update(ino, {
         nlink: node.nlink + 1, parents: [...node.parents, newParent], ctimeNs: now,
@@ -338,6 +342,8 @@ export class HomeView {
       this.journal.markChanged(ino);
       return next;
     });
+    this.onNamed(ino, [newParent, ...node.parents], true);
+    return linked;
   }
 
   /**

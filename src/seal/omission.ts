@@ -9,6 +9,10 @@
  * an fsync'd inode, every entry of an fsync'd directory, and (since they are not empty) their directories.
  * A fresh directory is left out only when everything under it was. Hard-linked files are always held.
  *
+ * A fresh directory that receives an inode that is not fresh (a rename) or a further link is pinned, with
+ * its fresh ancestors (`named`): something below must be held. So once the budget is spent, a fresh
+ * directory that is neither pinned nor an fsync'd inode's ancestor is left out without a walk.
+ *
  * So the snapshot a fresh host replays is one a POSIX crash allows: every fsync'd file and name is there,
  * every file held is at a state it had, and a name whose creation nobody fsync'd may be missing, as on a
  * local disk after a power cut. Never a durable name: a fresh directory had none, and of a directory a
@@ -22,8 +26,12 @@ import type { Inode } from '../inodes/types.js';
 import { storedOf } from '../inodes/filestate.js';
 
 export class Omissions {
+  constructor(private readonly parentsOf: (ino: number) => readonly number[]) {}
+
   /** Inodes created by this process that no landed segment or seal holds yet. */
   private readonly fresh = new Set<number>();
+  /** Fresh directories with something below them that must be held (a non-fresh inode, a hard link). */
+  private readonly pinned = new Set<number>();
   /** Directories landed segments walked since the last seal: the names the newest of them held. */
   private readonly held = new Map<number, ReadonlySet<string>>();
 
@@ -32,14 +40,36 @@ export class Omissions {
     this.fresh.add(ino);
   }
 
+  /** Inode `ino` got a name in `dirs` (moved there, or a further link): they and their fresh ancestors are pinned. */
+  named(ino: number, dirs: readonly number[], link: boolean): void {
+    if (!link && this.fresh.has(ino) && !this.pinned.has(ino)) return; // fresh and unpinned: all below it may go
+    for (const dir of dirs) {
+      let d: number | undefined = dir;
+      for (let depth = 0; d !== undefined && this.fresh.has(d) && !this.pinned.has(d) && depth < 10_000; depth++) {
+        this.pinned.add(d);
+        d = this.parentsOf(d)[0];
+      }
+    }
+  }
+
   /** The walk of one segment; `fsynced`: the inodes it must hold whatever the budget (null: nothing may be left out). */
   begin(fsynced: ReadonlySet<number> | null, budget: number): OmissionWalk {
-    return new OmissionWalk(fsynced === null ? null : { fresh: this.fresh, held: this.held, fsynced }, budget);
+    if (fsynced === null) return new OmissionWalk(null, budget);
+    // The directories above an fsync'd inode are walked, whatever the budget.
+    const above = new Set<number>();
+    const up = (ino: number, depth: number): void => {
+      for (const p of this.parentsOf(ino)) if (!above.has(p) && depth < 10_000) (above.add(p), up(p, depth + 1));
+    };
+    for (const ino of fsynced) up(ino, 0);
+    return new OmissionWalk({ fresh: this.fresh, held: this.held, pinned: this.pinned, fsynced, above }, budget);
   }
 
   /** A segment walked with `w` landed: what it held is durable now, and so are the names of the directories it walked. */
   landed(w: OmissionWalk): void {
-    for (const ino of w.held) this.fresh.delete(ino);
+    for (const ino of w.held) {
+      this.fresh.delete(ino);
+      this.pinned.delete(ino);
+    }
     for (const [dir, names] of w.dirs) this.held.set(dir, names);
   }
 
@@ -48,6 +78,7 @@ export class Omissions {
     for (const ino of w.held) this.fresh.delete(ino);
     this.held.clear(); // HEAD holds every name the seal saw: all are treated as durable
     for (const ino of this.fresh) if (!exists(ino)) this.fresh.delete(ino);
+    for (const ino of this.pinned) if (!this.fresh.has(ino)) this.pinned.delete(ino);
   }
 
   get freshCount(): number {
@@ -59,6 +90,9 @@ interface OmissionRules {
   fresh: ReadonlySet<number>;
   held: ReadonlyMap<number, ReadonlySet<string>>;
   fsynced: ReadonlySet<number>;
+  /** Ancestors of the fsync'd inodes. */
+  above: ReadonlySet<number>;
+  pinned: ReadonlySet<number>;
 }
 
 /** One walk's decisions and what it held (a seal's walk, or a segment's that may leave nothing out, has no rules). */
@@ -71,6 +105,8 @@ export class OmissionWalk {
   readonly dirs = new Map<number, ReadonlySet<string>>();
   /** Directories walked of which every entry was left out (at least one). */
   private readonly emptied = new Set<number>();
+  /** A file did not fit: the budget is spent. */
+  private spent = false;
 
   constructor(private readonly rules: OmissionRules | null, private budget: number) {}
 
@@ -88,9 +124,18 @@ export class OmissionWalk {
   fits(node: Inode): boolean {
     const stored = storedOf(node.content);
     const bytes = stored && stored.size === node.size ? 0 : node.size;
-    if (bytes > this.budget) return false;
+    if (bytes > this.budget) {
+      this.spent = true;
+      return false;
+    }
     this.budget -= bytes;
     return true;
+  }
+
+  /** An omittable directory is left out without a walk: the budget is spent and nothing below it must be held. */
+  skips(dir: Inode): boolean {
+    const r = this.rules;
+    return this.spent && r !== null && !r.above.has(dir.ino) && !r.fsynced.has(dir.ino) && !r.pinned.has(dir.ino);
   }
 
   /** Whether directory `ino`, walked, held nothing because everything in it was left out. */

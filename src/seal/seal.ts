@@ -414,6 +414,7 @@ async function walkDir(d: SealDeps, ino: number, path: string, t: Tally, walk: W
     const childPath = path ? `${path}/${name}` : name;
     const omittable = om?.mayOmit(ino, name, child) ?? false;
     if (omittable && child.kind === 'file' && !om?.fits(child)) return null;
+    if (omittable && child.kind === 'dir' && om?.skips(child)) return null;
     const e = await entryFor(d, name, child, childPath, t, walk);
     return omittable && child.kind === 'dir' && om?.isEmptied(child.ino) ? null : e;
   });
