@@ -10,7 +10,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { TestHome, shOk } from './support/homefs-mount.js';
+import { TestHome, homefsOk, shOk } from './support/homefs-mount.js';
 import { testS3Url } from './support/s3.js';
 
 const homes: TestHome[] = [];
@@ -104,5 +104,23 @@ test('a file rewritten while its uploads are in flight reads as its last version
   await h.kill9(mnt);
   const fresh = await h.mount({ host: 'fresh', mnt: h.mountpoint('fresh'), extra: ['--takeover'] });
   assert.ok(readFileSync(path.join(fresh, 'busy')).equals(last), 'the fresh host reads the last version');
+  await h.sleep(fresh);
+});
+
+test('an fsync that left fresh names out is followed by a seal within the interval: a fresh host after kill -9 has them all', async () => {
+  const h = home('partial-then-seal');
+  const mnt = await h.mount({ extra: ['--no-write-behind', '--protect-interval', '3s'] });
+  const fsync = (name: string, text: string): Promise<string> =>
+    shOk(`python3 -c 'import os; fd = os.open("${mnt}/${name}", os.O_WRONLY | os.O_CREAT, 0o644); os.write(fd, b"${text}"); os.fsync(fd)'`);
+  await fsync('first', 'sealed'); // a HEAD for the log to follow
+  await shOk(`mkdir ${mnt}/unpack && python3 -c 'import sys\nfor i in range(24): open(f"{sys.argv[1]}/f{i}", "w").write(("f%d;" % i) * 300000)' ${mnt}/unpack`);
+  await fsync('note', 'fsynced');
+  const log = await homefsOk(['log', h.ref, '--store', h.storeUrl]);
+  assert.match(log.split('\n')[0] ?? '', /log segment/, 'the fsync wrote a segment (that left fresh names out), not a seal');
+  await sleep(5_000); // more than the interval: the partial segment does not count, so protection seals
+  await h.kill9(mnt);
+  const fresh = await h.mount({ host: 'fresh', mnt: h.mountpoint('fresh'), extra: ['--takeover'] });
+  assert.equal(readFileSync(path.join(fresh, 'note'), 'utf8'), 'fsynced');
+  for (let i = 0; i < 24; i++) assert.equal(readFileSync(path.join(fresh, 'unpack', `f${i}`), 'utf8'), `f${i};`.repeat(300000), `unpack/f${i}`);
   await h.sleep(fresh);
 });
