@@ -124,6 +124,28 @@ test('preStop `homefs-entrypoint stop`: stops the agent and returns once sealed;
   }
 });
 
+test('the entrypoint does not exit while a `stop` still runs (as PID 1 its exit would kill the hook)', async () => {
+  const h = new TestHome('acme', 'sbx-hookwait');
+  homes.push(h);
+  const env = sandboxEnv(h);
+  const e = await startEntrypoint(h, env, AGENT);
+  try {
+    // A hook that is still at work: it holds what every running `stop` holds until it exits.
+    const started = performance.now();
+    const hook = spawn('flock', ['-s', path.join(String(env.HOMEFS_RUN_DIR), 'stop.lock'), 'sleep', '3'], { stdio: 'ignore' });
+    const hookDone = once(hook, 'exit');
+    await new Promise((r) => setTimeout(r, 200));
+    process.kill(e.pid, 'SIGTERM');
+    assert.equal(await e.exited, 143);
+    const waited = performance.now() - started;
+    await hookDone;
+    assert.ok(waited >= 2900, `the entrypoint exited ${Math.round(waited)} ms after the hook began, before it ended (3 s)`);
+    assert.equal(await sealed(h, 'last-words.txt'), 'stopped cleanly\n');
+  } finally {
+    forceUnmount(e.mnt);
+  }
+});
+
 test('HOMEFS_AGENT_USER: the agent runs unprivileged in a home it owns', async () => {
   const h = new TestHome('acme', 'sbx-user');
   homes.push(h);

@@ -1,12 +1,14 @@
 /**
- * sandbox/Dockerfile cannot be built here (no container engine), so this test checks what can be checked:
- * the runtime stage's `COPY --from=build /opt/homefs/...` lines, applied to this checkout with only the
- * production dependencies (what `npm prune --omit=dev` leaves), give a homefs that mounts a home, serves
- * a write and seals it; and the entrypoint the image starts is the tested sandbox/homefs-entrypoint.
+ * sandbox/Dockerfile is built by hand (sandbox/test-image), so this test checks what can be checked without
+ * a container engine: the runtime stage's `COPY --from=build /opt/homefs/...` lines, applied to this
+ * checkout with only the production dependencies (what `npm prune --omit=dev` leaves), carry every addon
+ * native/binding.gyp builds and every entry point package.json names, and give a homefs that mounts a
+ * home, serves a write, seals it and pulls it; and the entrypoint the image starts is the tested
+ * sandbox/homefs-entrypoint.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, mkdirSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TestHome, run, shOk } from './support/homefs-mount.js';
@@ -22,10 +24,32 @@ test('the runtime stage copies everything homefs needs to mount, write and seal'
   assert.ok(copies.length >= 5, 'the runtime stage copies the build output');
   const opt = path.join(h.root, 'opt/homefs');
   for (const [from, to] of copies) {
-    assert.equal(from, to);
     if (from === 'node_modules') continue;
+    const star = from.lastIndexOf('*');
+    if (star >= 0) {
+      // A glob in its last component (`dir/*.node`) into that same directory.
+      const dir = path.dirname(from);
+      assert.equal(to.replace(/\/$/, ''), dir, `${from} goes to its own directory`);
+      const [prefix, suffix] = path.basename(from).split('*');
+      mkdirSync(path.join(opt, dir), { recursive: true });
+      for (const f of readdirSync(path.join(REPO, dir))) {
+        if (f.startsWith(prefix ?? '') && f.endsWith(suffix ?? '')) cpSync(path.join(REPO, dir, f), path.join(opt, dir, f));
+      }
+      continue;
+    }
+    assert.equal(from, to);
     mkdirSync(path.dirname(path.join(opt, to)), { recursive: true });
     cpSync(path.join(REPO, from), path.join(opt, to), { recursive: true });
+  }
+  for (const [, addon] of readFileSync(path.join(REPO, 'native/binding.gyp'), 'utf8').matchAll(/"target_name":\s*"([^"]+)"/g)) {
+    assert.ok(existsSync(path.join(opt, 'native/build/Release', `${addon ?? ''}.node`)), `the image carries the ${addon ?? ''} addon`);
+  }
+  const pkg = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { main?: string; bin?: Record<string, string> | string };
+  const entries = [...(pkg.main ? [pkg.main] : []), ...(typeof pkg.bin === 'string' ? [pkg.bin] : Object.values(pkg.bin ?? {}))];
+  assert.ok(entries.length > 0);
+  for (const entry of entries) assert.ok(existsSync(path.join(opt, entry)), `the image carries ${entry}`);
+  for (const m of readFileSync(path.join(REPO, 'bin/homefs'), 'utf8').matchAll(/\.\.\/(dist\/[\w/.-]+\.js)/g)) {
+    assert.ok(existsSync(path.join(opt, m[1] ?? '')), `the image carries ${m[1] ?? ''}, which bin/homefs starts`);
   }
   assert.ok(copies.some(([f]) => f === 'node_modules'));
   // node_modules as `npm prune --omit=dev` leaves it: the production dependency tree only.
@@ -49,4 +73,8 @@ test('the runtime stage copies everything homefs needs to mount, write and seal'
   h.mounts.delete(mnt);
   const cat = await run(process.execPath, [homefs, 'cat', h.ref, 'a.txt', '--store', h.storeUrl]);
   assert.equal(cat.stdout, 'from-the-image\n');
+  const pulled = path.join(h.root, 'pulled');
+  const pull = await run(process.execPath, [homefs, 'pull', h.ref, pulled, '--store', h.storeUrl]);
+  assert.equal(pull.code, 0, pull.stderr);
+  assert.equal(readFileSync(path.join(pulled, 'a.txt'), 'utf8'), 'from-the-image\n', 'pull works from the image (its file-writer addon)');
 });
