@@ -190,3 +190,18 @@ test('the rules: only fresh inodes, not fsync’d, in a fresh directory or under
   assert.equal(w.mayOmit(10, 'y', node(12, 'file', 2)), false, 'a hard-linked file is held');
   assert.equal(om.begin(null, 100).mayOmit(10, 'y', node(12)), false, 'a walk without rules leaves nothing out');
 });
+
+test('a segment walked before a seal that landed after it leaves every name of its directories durable', () => {
+  const om = new Omissions(() => []);
+  const node = (ino: number): Inode => ({ ino, kind: 'file', mode: 0o644, uid: 0, gid: 0, size: 10, atimeNs: 0n, mtimeNs: 0n, ctimeNs: 0n, nlink: 1, parents: [] });
+  const early = om.begin(new Set(), 0);
+  early.walked(50, [{ name: 'a', ino: 51 }], 0);
+  om.sealed(om.begin(null, 0), () => true);
+  om.landed(early);
+  om.created(60);
+  assert.equal(om.begin(new Set(), 100).mayOmit(50, 'b', node(60)), false, 'the seal may hold names the segment did not see');
+  const late = om.begin(new Set(), 0);
+  late.walked(50, [{ name: 'a', ino: 51 }], 0);
+  om.landed(late);
+  assert.equal(om.begin(new Set(), 100).mayOmit(50, 'b', node(60)), true, 'a segment walked after the seal tells the names');
+});

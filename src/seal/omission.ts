@@ -34,6 +34,8 @@ export class Omissions {
   private readonly pinned = new Set<number>();
   /** Directories landed segments walked since the last seal: the names the newest of them held. */
   private readonly held = new Map<number, ReadonlySet<string>>();
+  /** Seals committed: a segment walked before one of them landed after it says nothing of today's names. */
+  private seals = 0;
 
   /** A file, directory, symlink or special file was created. */
   created(ino: number): void {
@@ -54,14 +56,14 @@ export class Omissions {
 
   /** The walk of one segment; `fsynced`: the inodes it must hold whatever the budget (null: nothing may be left out). */
   begin(fsynced: ReadonlySet<number> | null, budget: number): OmissionWalk {
-    if (fsynced === null) return new OmissionWalk(null, budget);
+    if (fsynced === null) return new OmissionWalk(null, budget, this.seals);
     // The directories above an fsync'd inode are walked, whatever the budget.
     const above = new Set<number>();
     const up = (ino: number, depth: number): void => {
       for (const p of this.parentsOf(ino)) if (!above.has(p) && depth < 10_000) (above.add(p), up(p, depth + 1));
     };
     for (const ino of fsynced) up(ino, 0);
-    return new OmissionWalk({ fresh: this.fresh, held: this.held, pinned: this.pinned, fsynced, above }, budget);
+    return new OmissionWalk({ fresh: this.fresh, held: this.held, pinned: this.pinned, fsynced, above }, budget, this.seals);
   }
 
   /** A segment walked with `w` landed: what it held is durable now, and so are the names of the directories it walked. */
@@ -70,13 +72,15 @@ export class Omissions {
       this.fresh.delete(ino);
       this.pinned.delete(ino);
     }
-    for (const [dir, names] of w.dirs) this.held.set(dir, names);
+    // (A seal that committed since this walk began holds names this walk did not see: they count as durable.)
+    if (w.seals === this.seals) for (const [dir, names] of w.dirs) this.held.set(dir, names);
   }
 
   /** A seal walked with `w` committed. `exists` prunes inodes that are gone (a fresh file unlinked again). */
   sealed(w: OmissionWalk, exists: (ino: number) => boolean): void {
     for (const ino of w.held) this.fresh.delete(ino);
     this.held.clear(); // HEAD holds every name the seal saw: all are treated as durable
+    this.seals++;
     for (const ino of this.fresh) if (!exists(ino)) this.fresh.delete(ino);
     for (const ino of this.pinned) if (!this.fresh.has(ino)) this.pinned.delete(ino);
   }
@@ -108,7 +112,7 @@ export class OmissionWalk {
   /** A file did not fit: the budget is spent. */
   private spent = false;
 
-  constructor(private readonly rules: OmissionRules | null, private budget: number) {}
+  constructor(private readonly rules: OmissionRules | null, private budget: number, readonly seals: number) {}
 
   /** Whether the entry `name` of directory `dir` may be left out (then a file must also fail `fits`). */
   mayOmit(dir: number, name: string, node: Inode): boolean {
