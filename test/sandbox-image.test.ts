@@ -8,10 +8,10 @@
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TestHome, run, shOk } from './support/homefs-mount.js';
+import { BIN, TestHome, run, shOk } from './support/homefs-mount.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const DOCKERFILE = readFileSync(path.join(REPO, 'sandbox/Dockerfile'), 'utf8');
@@ -77,4 +77,19 @@ test('the runtime stage copies everything homefs needs to mount, write and seal'
   const pull = await run(process.execPath, [homefs, 'pull', h.ref, pulled, '--store', h.storeUrl]);
   assert.equal(pull.code, 0, pull.stderr);
   assert.equal(readFileSync(path.join(pulled, 'a.txt'), 'utf8'), 'from-the-image\n', 'pull works from the image (its file-writer addon)');
+});
+
+test("pull as a container's root without CAP_FOWNER: the files are root's, nothing fails", async () => {
+  const src = path.join(h.root, 'owned');
+  mkdirSync(path.join(src, 'd'), { recursive: true });
+  await shOk(`echo mine > ${src}/d/f.txt && chmod 640 ${src}/d/f.txt && chown -R 1000:1000 ${src}`);
+  const pushed = await run(process.execPath, [BIN, 'push', src, 'acme/owned', '--store', h.storeUrl]);
+  assert.equal(pushed.code, 0, pushed.stderr);
+  const dest = path.join(h.root, 'owned-pulled');
+  const pull = await run('setpriv', ['--bounding-set=-fowner', process.execPath, BIN, 'pull', 'acme/owned', dest, '--store', h.storeUrl]);
+  assert.equal(pull.code, 0, pull.stderr);
+  const st = statSync(path.join(dest, 'd/f.txt'));
+  assert.equal(st.uid, 0, 'owners are not restored without CAP_FOWNER');
+  assert.equal(st.mode & 0o777, 0o640);
+  assert.equal(readFileSync(path.join(dest, 'd/f.txt'), 'utf8'), 'mine\n');
 });

@@ -37,7 +37,7 @@ export async function main(argv: string[]): Promise<number> {
       return e.exitCode;
     }
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'EACCES' || code === 'ENOSPC' || code === 'EROFS' || code === 'ENOTDIR' || code === 'EEXIST') {
+    if (code === 'ENOENT' || code === 'EACCES' || code === 'EPERM' || code === 'ENOSPC' || code === 'EROFS' || code === 'ENOTDIR' || code === 'EEXIST') {
       process.stderr.write(`homefs: ${errorMessage(e)}\n`);
       return ExitCode.userError;
     }

@@ -24,7 +24,7 @@
  * `rootAttrs`). A one-block file without xattrs gets its owner, mode and times right after its content,
  * through its fd (none of the later steps changes them: a hard link or a sibling changes only ctimes).
  */
-import { constants, mkdirSync, symlinkSync } from 'node:fs';
+import { constants, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { link, lstat, mkdtemp, open, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { defaults } from '../config.js';
@@ -168,7 +168,7 @@ export async function pullSnapshot(store: Store, org: string, snapshotId: string
   }
   let helper: OsHelper | null = null;
   const os = (): OsHelper => (helper ??= OsHelper.start()); // (python3, only for FIFOs, devices and xattrs)
-  const owners = opts.owners ?? process.getuid?.() === 0;
+  const owners = opts.owners ?? canRestoreOwners();
   let writer: FileWriter | null = null;
   try {
     const items: Item[] = [];
@@ -285,5 +285,21 @@ export async function pullSnapshot(store: Store, org: string, snapshotId: string
     throw e;
   } finally {
     await (helper as OsHelper | null)?.close();
+  }
+}
+
+/**
+ * Whether this process can give files to other owners and still set their modes: root with CAP_CHOWN and
+ * CAP_FOWNER (a container's root often lacks CAP_FOWNER; its chmod of a file it gave away would fail).
+ */
+function canRestoreOwners(): boolean {
+  if (process.getuid?.() !== 0) return false;
+  try {
+    const eff = /^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
+    if (eff === undefined) return true;
+    const caps = BigInt(`0x${eff}`);
+    return (caps & 1n) !== 0n && (caps & (1n << 3n)) !== 0n; // CAP_CHOWN (0), CAP_FOWNER (3)
+  } catch {
+    return true;
   }
 }
