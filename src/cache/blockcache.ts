@@ -122,8 +122,12 @@ export class BlockCache {
   private state: State = 'new';
   private counters = { hits: 0, misses: 0, evictions: 0, bytesFetched: 0, fetches: 0, errors: 0, memoryHits: 0, diskHits: 0 };
 
+  /** The store is a directory on this host (file://): trees are not copied into the cache directory. */
+  private readonly localStore: boolean;
+
   constructor(private readonly opts: BlockCacheOptions) {
     validateName('org', opts.org);
+    this.localStore = opts.store.url.startsWith('file:');
     if (!(opts.maxBytes >= 0)) throw new Error(`cache maxBytes must be >= 0, got ${opts.maxBytes}`);
     this.files = new DiskFiles(opts.dir);
     this.fds = new FdCache(Math.max(1, opts.openFiles ?? defaults.cache.openFiles));
@@ -386,14 +390,19 @@ export class BlockCache {
   }
 
   private async load(kind: ObjectKind, hash: string, skipDisk: boolean, release?: Release): Promise<Loaded> {
+    // A tree from a store on this host's disk is read from there again when needed: a copy in the cache
+    // directory would cost an open, a write and a rename per directory (0.4 ms each, a third of a cold
+    // `find`'s CPU over a 26,000-directory home) and buy nothing. Blocks are still copied (reads of a few
+    // bytes of a large block are served from the copy's file, not by reading the whole object).
+    const direct = kind === 'meta' && this.localStore;
     try {
-      if (!skipDisk) {
+      if (!skipDisk && !direct) {
         const data = await this.loadFromDisk(kind, hash);
         if (data) return { data, source: 'disk' };
       }
       const data = await this.fetch(kind, hash, release);
       this.memory?.set(cacheKey(kind, hash), data);
-      void this.writeToDisk(kind, hash, data).catch(() => undefined);
+      if (!direct) void this.writeToDisk(kind, hash, data).catch(() => undefined);
       return { data, source: 'store' };
     } finally {
       release?.();

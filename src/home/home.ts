@@ -53,6 +53,7 @@ import { startWriteBehind } from './writebehind.js';
 import { GitIndexPrefetch } from './gitindex.js';
 import { HotSet } from './hotset.js';
 import { NsPack } from './nspack.js';
+import { wantsNsPack } from '../snapshot/nspack.js';
 import { PackReads } from './packreads.js';
 import { makeDirsSync } from '../util/mkdirs.js';
 import { WakePhases } from './phases.js';
@@ -208,9 +209,10 @@ export class MountedHome {
     this.lastSnapshot = journal.base().snapshot;
     this.gcFence = { gc: new GcFence(store, cfg.org), observed: null };
     // A read-only mount reads the pack at wake like any other (inspection and review forks wake as fast), and never writes one.
-    this.nsPack = isRemote(store.url) ? new NsPack(store, cfg.org, cfg.home, cache, log) : null;
-    // Trees a seal writes go to the cache too, so the sleep's namespace pack need not fetch them back.
-    if (this.nsPack && !cfg.readOnly) objects.memo = { add: (hash, data) => void cache.put('meta', hash, data).catch(() => undefined) };
+    this.nsPack = wantsNsPack(store.url) ? new NsPack(store, cfg.org, cfg.home, cache, log) : null;
+    // Trees a seal writes go to the cache too, so the sleep's namespace pack need not fetch them back (from
+    // a store on this host's disk it reads them as cheaply as the cache would).
+    if (this.nsPack && !cfg.readOnly && isRemote(store.url)) objects.memo = { add: (hash, data) => void cache.put('meta', hash, data).catch(() => undefined) };
   }
 
   /**
@@ -348,7 +350,7 @@ export class MountedHome {
       phases.mark('fuse');
       log.info({ op: 'wake.phases', ms: phases.report() }, 'wake phases (ms)');
       void hot.warmUp(); // the hot set first: its entries queue ahead of all but the walk's first levels
-      if (choice.rootTree && remote) h.walkNamespace(choice.rootTree);
+      if (choice.rootTree && h.nsPack) h.walkNamespace(choice.rootTree, remote);
       return h;
     } catch (e) {
       for (const step of undo.reverse()) await Promise.resolve().then(step).catch((u: unknown) => log.warn({ err: errorMessage(u) }, 'cleanup after a failed mount'));
@@ -412,10 +414,11 @@ export class MountedHome {
   /**
    * Fetches every tree of the base snapshot in the background, breadth-first (snapshot/treewalk.ts), so
    * that the namespace of a fresh host costs O(depth) store round trips. A continuing state directory
-   * skips it (its journal already holds the directories it loaded), and so does a store on local disk,
-   * where a round trip costs nothing and the walk would only compete with the first reads.
+   * skips it (its journal already holds the directories it loaded). On a store on local disk (not
+   * `remote`) the walk runs only when the namespace pack was found: then it finds every tree in memory,
+   * and without a pack a round trip costs nothing and the walk would only compete with the first reads.
    */
-  private walkNamespace(root: string): void {
+  private walkNamespace(root: string, remote: boolean): void {
     const started = Date.now();
     const walk = new TreeWalk((h) => this.cache.getInBackground('meta', h));
     this.walk = walk;
@@ -425,9 +428,12 @@ export class MountedHome {
     const late = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, defaults.nsPack.waitMs);
     });
-    Promise.race([this.nsPack?.load(root), late]).finally(() => clearTimeout(timer)).then(() => walk.run(root)).then((r) => {
-      this.log.info({ op: 'treewalk', ...r, ms: Date.now() - started }, 'namespace fetched');
-    }, () => undefined);
+    Promise.race([this.nsPack?.load(root), late]).finally(() => clearTimeout(timer)).then((pack) => {
+      if (!remote && !pack?.found) return;
+      return walk.run(root).then((r) => {
+        this.log.info({ op: 'treewalk', ...r, ms: Date.now() - started }, 'namespace fetched');
+      });
+    }).catch(() => undefined);
   }
 
   private touch(): void {

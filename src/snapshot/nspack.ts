@@ -91,8 +91,17 @@ export class TreeMemo {
   }
 }
 
-/** Whether a store is worth a namespace pack: one over the network (on local disk a tree costs no round trip). */
+/**
+ * Whether a store is worth a namespace pack: one over the network, and a directory on this host's disk
+ * too (there a tree costs no round trip, but one open and read per directory: a cold `find` over a home
+ * of 26,000 directories took half as long from the pack, docs/benchmarks.md). Not a memory store.
+ */
 export function wantsNsPack(storeUrl: string): boolean {
+  return !storeUrl.startsWith('memory:');
+}
+
+/** Whether a store is reached over the network (the push pack serves only those: on local disk pull reads blocks as fast). */
+export function overNetwork(storeUrl: string): boolean {
   return !storeUrl.startsWith('file:') && !storeUrl.startsWith('memory:');
 }
 

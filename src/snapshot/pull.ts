@@ -33,7 +33,7 @@ import { mapLimit } from '../util/concurrency.js';
 import { errorMessage, UserError } from '../util/errors.js';
 import { nsPackKey, pushPackKey } from '../store/keys.js';
 import { emptyPushPackStats, PushPackReader, type PushPackStats } from './pushpack-reader.js';
-import { readNsPack, wantsNsPack } from './nspack.js';
+import { overNetwork, readNsPack } from './nspack.js';
 import { FileWriter, setMeta, type PathMeta } from './filewriter.js';
 import { ObjectStore } from './objects.js';
 import { OsHelper } from './oshelper.js';
@@ -134,7 +134,7 @@ async function checkDestination(dest: string): Promise<boolean> {
  * optimisation: a missing, damaged or unreadable pack is ignored.
  */
 async function preloadTrees(objects: ObjectStore, home: string): Promise<void> {
-  if (!wantsNsPack(objects.store.url)) return; // (only stores over the network get a pack)
+  if (!overNetwork(objects.store.url)) return; // (on local disk the trees are read as fast one by one)
   const key = nsPackKey(objects.org, home);
   try {
     await readNsPack((offset, length) => objects.store.getRange(key, offset, length), {
@@ -152,7 +152,7 @@ export async function pullSnapshot(store: Store, org: string, snapshotId: string
   const t0 = performance.now();
   const objects = new ObjectStore(store, org);
   const packStats = emptyPushPackStats();
-  const readPack = opts.home !== undefined && (opts.pushPack ?? wantsNsPack(store.url));
+  const readPack = opts.home !== undefined && (opts.pushPack ?? overNetwork(store.url));
   const [snap, , pack] = await Promise.all([
     objects.getSnapshot(snapshotId),
     opts.home === undefined ? null : preloadTrees(objects, opts.home),

@@ -46,7 +46,7 @@ import { Excludes } from './excludes.js';
 import { commitSnapshot } from './commit.js';
 import { GcFence, reverifyReused, type EpochState, type FenceOptions } from './gcfence.js';
 import { readHead, type HeadRecord } from './heads.js';
-import { storeNsPack, TreeMemo, wantsNsPack } from './nspack.js';
+import { overNetwork, storeNsPack, TreeMemo, wantsNsPack } from './nspack.js';
 import { ObjectStore, ReuseLog } from './objects.js';
 import { OsHelper } from './oshelper.js';
 import type { EntryKind, TreeEntry } from '../model/tree.js';
@@ -608,7 +608,7 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
   const groups = [...byInode.values()];
   // The push pack goes up while the files are read, from the blocks push reads anyway (pushpack-writer.ts);
   // groups are in pull order (each inode at its first name, depth first), so a group's index is its slot.
-  const pack = (opts.pushPack ?? wantsNsPack(store.url)) ? new PushPackWriter(store, pushPackKey(org, home), groups.length, { ...defaults.pushPack, ...opts.packWriter }) : null;
+  const pack = (opts.pushPack ?? overNetwork(store.url)) ? new PushPackWriter(store, pushPackKey(org, home), groups.length, { ...defaults.pushPack, ...opts.packWriter }) : null;
   p.packMax = pack ? defaults.pushPack.blockMax : 0;
   try {
     return await pushContent({ p, root, store, objects, org, home, head, opts, t0, fence, since }, nodes, groups, pack);

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The first `find` over a never-mounted home on a file:// store, by hand, with the page cache dropped:
+#
+#   REPO=<checkout with a built bin/homefs> [STORE=/var/tmp/big/store] [HOME_REF=acme/big] bench/find-local.sh RUN
+#
+# The home must be pushed to STORE first (bench/lib/agenthome.ts at scale 8 is the full-size home:
+#   node -e "import('./dist/bench/lib/agenthome.js').then((m) => m.agentHome('/var/tmp/big/home', 8, 'big'))"
+#   bin/homefs push /var/tmp/big/home acme/big --store file:///var/tmp/big/store).
+# Mounts from new state and cache directories named after RUN, times `find | wc -l` cold and warm with
+# the daemon's CPU time, prints its peak RSS and what its cache directory holds, then sleeps the mount and
+# removes the home's hot-set record and wake pack (forget-hints), so the next run is as cold.
+set -u
+export PATH=/usr/local/bin:$PATH
+cd ${REPO:?}
+WORK=${WORK:-/var/tmp/big}
+STORE=${STORE:-$WORK/store}
+HOME_REF=${HOME_REF:-acme/big}
+N=$1
+M=$WORK/mnt; mkdir -p $M
+sync; echo 3 > /proc/sys/vm/drop_caches
+t0=$(date +%s.%N)
+bin/homefs mount $HOME_REF $M --store file://$STORE --state-dir $WORK/state-$N --cache-dir $WORK/cache-$N >$WORK/mount-$N.out 2>&1 || { echo mount failed; cat $WORK/mount-$N.out; exit 1; }
+t1=$(date +%s.%N)
+pid=$(bin/homefs status $M --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("pid"))')
+echo "mount $(echo "$t1-$t0"|bc) s pid $pid"
+tck=$(getconf CLK_TCK)
+cpu() { awk -v t="$tck" '{ printf "%.2f", ($14 + $15) / t }' /proc/$pid/stat; }
+c0=$(cpu); a=$(python3 -c 'import time; print(time.monotonic())')
+n=$(find $M | wc -l)
+b=$(python3 -c 'import time; print(time.monotonic())'); c1=$(cpu)
+echo "cold find $(echo "$b-$a"|bc) s entries $n daemon-cpu $(echo "$c1-$c0"|bc) from $a to $b"
+c0=$(cpu); a=$(python3 -c 'import time; print(time.monotonic())')
+n=$(find $M | wc -l)
+b=$(python3 -c 'import time; print(time.monotonic())'); c1=$(cpu)
+echo "warm find $(echo "$b-$a"|bc) s entries $n daemon-cpu $(echo "$c1-$c0"|bc)"
+grep -E "VmHWM|VmRSS" /proc/$pid/status | tr '\n' ' '; echo
+echo "cache-dir $(du -sh $WORK/cache-$N | cut -f1) files $(find $WORK/cache-$N -type f | wc -l)"
+[ -n "${NOSLEEP:-}" ] && exit 0
+[ -z "${KEEPHINTS:-}" ] && trap "node dist/bench/lib/tools/forget-hints.js file://$STORE $HOME_REF" EXIT
+s0=$(date +%s.%N)
+bin/homefs sleep $M > $WORK/sleep-$N.out 2>&1 || { echo sleep failed; cat $WORK/sleep-$N.out; fusermount3 -u $M; }
+echo "sleep $(echo "$(date +%s.%N)-$s0"|bc) s"
