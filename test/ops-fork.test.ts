@@ -65,9 +65,10 @@ test('fork: 2,000 files + 50 MB, O(1) store work (counted in requests), same fil
     const rec = new RecordingStore(store);
     const r = await forkHome(rec, { org: 'acme', home: 'src' }, { org: 'acme', home: 'fork' });
     const writes = rec.calls.filter((c) => c.op === 'put' || c.op === 'putIfAbsent' || c.op === 'delete');
-    assert.deepEqual(writes.map((c) => c.op).sort(), ['put', 'putIfAbsent'], 'one snapshot object and one HEAD generation');
+    assert.deepEqual(writes.map((c) => c.op).sort(), ['put', 'put', 'putIfAbsent'], 'one snapshot object, a copy of the namespace pack, one HEAD generation');
+    assert.equal(writes.filter((c) => c.key.endsWith('/NSPACK')).length, 1, 'the namespace pack is copied for the fork’s first wake');
     assert.ok(rec.calls.every((c) => !c.key.includes('/blocks/')), 'no block is touched');
-    assert.ok(rec.calls.length <= 9, `a handful of store calls (one of them lists the source's fsync log), got ${rec.calls.length}: ${rec.calls.map((c) => `${c.op} ${c.key}`).join(', ')}`);
+    assert.ok(rec.calls.length <= 11, `a handful of store calls (one lists the source's fsync log, two copy its namespace pack), got ${rec.calls.length}: ${rec.calls.map((c) => `${c.op} ${c.key}`).join(', ')}`);
     assert.equal(await countFiles(join(work, 'store/acme/blocks')), blocksBefore, 'no blocks copied');
     assert.equal(await countFiles(join(work, 'store/acme/meta')), metaBefore + 1, 'one new meta object (the snapshot)');
 
