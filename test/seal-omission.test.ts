@@ -107,7 +107,7 @@ test('a fresh directory goes only when everything in it did; an empty one stays'
 test('an fsync’d directory keeps every entry; a directory that gets a hard link or a durable file is walked and held', async () => {
   const e = await omissionEnv();
   try {
-    const old = await e.file(ROOT_INO, 'old', 10);
+    await e.file(ROOT_INO, 'old', 10);
     await seal(e.deps(), 'sync'); // 'old' is durable now
     const d = e.mkdir(ROOT_INO, 'd');
     const inner = e.mkdir(d, 'inner');
@@ -128,7 +128,6 @@ test('an fsync’d directory keeps every entry; a directory that gets a hard lin
     assert.deepEqual(await e.names(r2, ['d', 't', 'moved']), ['old'], 'the durable file moved into a fresh directory is held');
     assert.deepEqual(await e.names(r2, ['d', 't', 'linked']), ['l', 'l2']);
     assert.equal(r2.omitted, 2);
-    assert.ok(old > 0);
   } finally {
     await e.close();
   }
@@ -175,7 +174,7 @@ test('names a landed segment held are durable: a fresh file renamed over one is 
   }
 });
 
-test('the rules: only fresh inodes, not fsync’d, in a fresh directory or under a name a partial one lacked', () => {
+test('the rules: only fresh inodes, not fsync’d, in a fresh directory or under a name the last segment did not hold', () => {
   const om = new Omissions(() => []);
   const node = (ino: number, kind: Inode['kind'] = 'file', nlink = 1): Inode => ({ ino, kind, mode: 0o644, uid: 0, gid: 0, size: 10, atimeNs: 0n, mtimeNs: 0n, ctimeNs: 0n, nlink, parents: [] });
   om.created(10);

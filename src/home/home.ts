@@ -34,7 +34,7 @@ import { pruneHistory } from '../ops/history.js';
 import { defaults, storeTestOptions } from '../config.js';
 import { headsPrefix, objectsPrefix } from '../store/keys.js';
 import { withWriteDelays } from '../store/faulty.js';
-import type { Store } from '../store/store.js';
+import { overNetwork, type Store } from '../store/store.js';
 import { retrying } from '../util/backoff.js';
 import { HeadConflictError, UserError, errorMessage } from '../util/errors.js';
 import { chooseBase, LOG_OK, LOG_SEQ, readOnlyStore } from './base.js';
@@ -59,10 +59,6 @@ import { makeDirsSync } from '../util/mkdirs.js';
 import { WakePhases } from './phases.js';
 import { readHead, type HeadRecord } from '../snapshot/heads.js';
 
-/** A store reached over the network (S3), as opposed to one on this host's disk (file://, memory://). */
-function isRemote(url: string): boolean {
-  return !url.startsWith('file:') && !url.startsWith('memory:');
-}
 
 export type HomeState = 'waking' | 'active' | 'parked' | 'securing' | 'asleep';
 
@@ -212,7 +208,7 @@ export class MountedHome {
     this.nsPack = wantsNsPack(store.url) ? new NsPack(store, cfg.org, cfg.home, cache, log) : null;
     // Trees a seal writes go to the cache too, so the sleep's namespace pack need not fetch them back (from
     // a store on this host's disk it reads them as cheaply as the cache would).
-    if (this.nsPack && !cfg.readOnly && isRemote(store.url)) objects.memo = { add: (hash, data) => void cache.put('meta', hash, data).catch(() => undefined) };
+    if (this.nsPack && !cfg.readOnly && overNetwork(store.url)) objects.memo = { add: (hash, data) => void cache.put('meta', hash, data).catch(() => undefined) };
   }
 
   /**
@@ -245,7 +241,7 @@ export class MountedHome {
       undo.push(() => store.close());
       const objects = new ObjectStore(store, cfg.org);
       // Cold reads cut out of the push pack, where the store is remote (a local one costs no round trips).
-      const packReads = isRemote(store.url) ? new PackReads(store, cfg.org, cfg.home, defaults.packReads, log) : null;
+      const packReads = overNetwork(store.url) ? new PackReads(store, cfg.org, cfg.home, defaults.packReads, log) : null;
       void packReads?.load(); // in the background: fetches before it has loaded go to blocks/
       const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log, ...(packReads ? { pack: packReads } : {}) });
       const cacheReady = cache.init().then(() => void undo.push(() => cache.close()));
@@ -305,7 +301,7 @@ export class MountedHome {
         await journal.close();
       });
       // Prefetch only hides store round trips: on a store on this host's disk it would just pull bytes early.
-      const remote = isRemote(store.url);
+      const remote = overNetwork(store.url);
       const trees = {
         getTree: async (h: string) => {
           const data = await cache.get('meta', h);
@@ -788,7 +784,7 @@ export class MountedHome {
 
   private async fsync(ino: number): Promise<void> {
     const t0 = Date.now();
-    if (ino !== 0) await this.content.sync(ino);
+    await this.content.sync(ino);
     if (this.cfg.fsync !== 'store') return this.journal.sync();
     const t1 = Date.now();
     let how = 'log';
@@ -921,7 +917,7 @@ export class MountedHome {
 /** What a log segment's run gave: every change ('whole'), all but fresh names nobody fsync'd ('partial'), or nothing: a seal must follow. */
 type SegmentOutcome = 'whole' | 'partial' | 'seal';
 
-/** The omission rules of a segment for these fsync'd inodes (0: a whole-home sync: nothing may be left out). */
-function omitting(fsynced: ReadonlySet<number>): { fsynced?: { inodes: ReadonlySet<number>; freshBytes: number } } {
-  return fsynced.has(0) ? {} : { fsynced: { inodes: fsynced, freshBytes: defaults.logFreshBytes } };
+/** The omission rules of a segment for these fsync'd inodes (seal/omission.ts). */
+function omitting(fsynced: ReadonlySet<number>): { fsynced: { inodes: ReadonlySet<number>; freshBytes: number } } {
+  return { fsynced: { inodes: fsynced, freshBytes: defaults.logFreshBytes } };
 }

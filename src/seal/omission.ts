@@ -84,10 +84,6 @@ export class Omissions {
     for (const ino of this.fresh) if (!exists(ino)) this.fresh.delete(ino);
     for (const ino of this.pinned) if (!this.fresh.has(ino)) this.pinned.delete(ino);
   }
-
-  get freshCount(): number {
-    return this.fresh.size;
-  }
 }
 
 interface OmissionRules {
@@ -114,7 +110,7 @@ export class OmissionWalk {
 
   constructor(private readonly rules: OmissionRules | null, private budget: number, readonly seals: number) {}
 
-  /** Whether the entry `name` of directory `dir` may be left out (then a file must also fail `fits`). */
+  /** Whether the entry `name` of directory `dir` may be left out (`leavesOut` and `isEmptied` then decide). */
   mayOmit(dir: number, name: string, node: Inode): boolean {
     const r = this.rules;
     if (!r || !r.fresh.has(node.ino) || r.fsynced.has(node.ino) || r.fsynced.has(dir)) return false;
@@ -124,22 +120,25 @@ export class OmissionWalk {
     return names !== undefined && !names.has(name);
   }
 
-  /** An omittable file fits the budget (its bytes not stored by write-behind are taken from it), or is left out. */
-  fits(node: Inode): boolean {
+  /**
+   * Whether an omittable entry is left out before its walk: a file whose bytes not stored by write-behind
+   * do not fit the budget (else they are taken from it), or a directory once the budget is spent, when
+   * nothing below it must be held.
+   */
+  leavesOut(node: Inode): boolean {
+    if (node.kind === 'dir') {
+      const r = this.rules;
+      return this.spent && r !== null && !r.above.has(node.ino) && !r.fsynced.has(node.ino) && !r.pinned.has(node.ino);
+    }
+    if (node.kind !== 'file') return false;
     const stored = storedOf(node.content);
     const bytes = stored && stored.size === node.size ? 0 : node.size;
     if (bytes > this.budget) {
       this.spent = true;
-      return false;
+      return true;
     }
     this.budget -= bytes;
-    return true;
-  }
-
-  /** An omittable directory is left out without a walk: the budget is spent and nothing below it must be held. */
-  skips(dir: Inode): boolean {
-    const r = this.rules;
-    return this.spent && r !== null && !r.above.has(dir.ino) && !r.fsynced.has(dir.ino) && !r.pinned.has(dir.ino);
+    return false;
   }
 
   /** Whether directory `ino`, walked, held nothing because everything in it was left out. */

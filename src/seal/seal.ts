@@ -413,10 +413,9 @@ async function walkDir(d: SealDeps, ino: number, path: string, t: Tally, walk: W
   const all = await mapLimit(kids, d.parallelism, async ([name, child]): Promise<TreeEntry | null> => {
     const childPath = path ? `${path}/${name}` : name;
     const omittable = om?.mayOmit(ino, name, child) ?? false;
-    if (omittable && child.kind === 'file' && !om?.fits(child)) return null;
-    if (omittable && child.kind === 'dir' && om?.skips(child)) return null;
+    if (omittable && om?.leavesOut(child)) return null;
     const e = await entryFor(d, name, child, childPath, t, walk);
-    return omittable && child.kind === 'dir' && om?.isEmptied(child.ino) ? null : e;
+    return omittable && om?.isEmptied(child.ino) ? null : e;
   });
   const entries: TreeEntry[] = [];
   const held: Array<{ name: string; ino: number }> = [];

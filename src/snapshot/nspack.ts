@@ -100,11 +100,6 @@ export function wantsNsPack(storeUrl: string): boolean {
   return !storeUrl.startsWith('memory:');
 }
 
-/** Whether a store is reached over the network (the push pack serves only those: on local disk pull reads blocks as fast). */
-export function overNetwork(storeUrl: string): boolean {
-  return !storeUrl.startsWith('file:') && !storeUrl.startsWith('memory:');
-}
-
 /**
  * Builds the pack of `root` and stores it as the home's NSPACK (push, seal and sleep call this). Returns
  * the pack's length, or 0 when the namespace was too big for a pack (nothing is written then).

@@ -34,7 +34,7 @@ import { join, resolve } from 'node:path';
 import { defaults } from '../config.js';
 import { BLOCK_SIZE, blockRanges, hashBuffer, SINGLE_BLOCK_MAX } from '../hash/blake3.js';
 import { HashPool } from '../hash/pool.js';
-import type { Store } from '../store/store.js';
+import { overNetwork, type Store } from '../store/store.js';
 import { mapLimit, Semaphore } from '../util/concurrency.js';
 import { UserError } from '../util/errors.js';
 import { pushPackKey } from '../store/keys.js';
@@ -46,7 +46,7 @@ import { Excludes } from './excludes.js';
 import { commitSnapshot } from './commit.js';
 import { GcFence, reverifyReused, type EpochState, type FenceOptions } from './gcfence.js';
 import { readHead, type HeadRecord } from './heads.js';
-import { overNetwork, storeNsPack, TreeMemo, wantsNsPack } from './nspack.js';
+import { storeNsPack, TreeMemo, wantsNsPack } from './nspack.js';
 import { ObjectStore, ReuseLog } from './objects.js';
 import { OsHelper } from './oshelper.js';
 import type { EntryKind, TreeEntry } from '../model/tree.js';
@@ -608,6 +608,7 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
   const groups = [...byInode.values()];
   // The push pack goes up while the files are read, from the blocks push reads anyway (pushpack-writer.ts);
   // groups are in pull order (each inode at its first name, depth first), so a group's index is its slot.
+  // (The push pack serves stores over the network only: on local disk pull reads the blocks as fast.)
   const pack = (opts.pushPack ?? overNetwork(store.url)) ? new PushPackWriter(store, pushPackKey(org, home), groups.length, { ...defaults.pushPack, ...opts.packWriter }) : null;
   p.packMax = pack ? defaults.pushPack.blockMax : 0;
   try {

@@ -104,3 +104,8 @@ export interface PendingUpload {
   /** When it was started, in ms since the epoch. */
   startedMs: number;
 }
+
+/** Whether a store is reached over the network (s3://), as opposed to one on this host's disk (file://) or in memory. */
+export function overNetwork(storeUrl: string): boolean {
+  return !storeUrl.startsWith('file:') && !storeUrl.startsWith('memory:');
+}
