@@ -2,7 +2,7 @@
 """Continuous protection through the test Ceph behind a latency proxy, variants side by side in one run.
 
   bench/protect.py [--rtt 0,20] [--rounds 1] [--only tar,npmci,clone,create] [--variant NAME=FLAGS ...]
-                   [--work /var/tmp/homefs-protect-bench]
+                   [--pause S] [--work /var/tmp/homefs-protect-bench]
 
 For each RTT, round and row, every variant runs once in turn on a fresh home (its own bucket prefix,
 state and cache): the default variants are `off` (--no-write-behind --protect-interval 0: what homefs did
@@ -10,7 +10,7 @@ before write-behind) and `on` (the defaults); FLAGS may start with `@PATH` to ru
 (e.g. `before=@/var/tmp/before/bin/homefs`). Each row times the foreground workload, then the write +
 fsync of a 50-byte file right after it (`fsync`), and, for tar, a second `tar x` into another directory
 followed by `homefs sleep` right after it (`sleep`); other rows time `homefs sleep` right after the
-workload. Rows: tar = tar x of /usr/include; npmci = npm ci of 150 packages from a local cache (bench/run's
+workload. `--pause S` waits S seconds before the sleep instead (an agent between two commands). Rows: tar = tar x of /usr/include; npmci = npm ci of 150 packages from a local cache (bench/run's
 fixture, --offline); clone = git clone --no-hardlinks of a 20,000-file repository (fixture); create =
 10,000 files of 100 bytes from one process. Each home gets a HEAD first (the fsync of a seed file), as a
 home that exists has. Prints one line per measurement and a table of medians with
@@ -77,7 +77,7 @@ def foreground(row, mnt, tarball, fx):
     raise ValueError(row)
 
 
-def run_row(row, flags, store, work, tarball, fx, env):
+def run_row(row, flags, store, work, tarball, fx, env, pause=0.0):
     homefs = HOMEFS
     if flags and flags[0].startswith('@'):
         homefs, flags = flags[0][1:], flags[1:]
@@ -93,6 +93,7 @@ def run_row(row, flags, store, work, tarball, fx, env):
         if row == 'tar':
             os.makedirs(f'{mnt}/again')
             out['fg2'] = timed(lambda: sh('tar', 'xf', tarball, '-C', f'{mnt}/again'))
+        time.sleep(pause)
         out['sleep'] = timed(lambda: sh(homefs, 'sleep', mnt, env=env, stdout=subprocess.DEVNULL))
         return out
     except BaseException:
@@ -106,6 +107,7 @@ def main():
     ap.add_argument('--rounds', type=int, default=1)
     ap.add_argument('--only', default='tar,npmci,clone,create')
     ap.add_argument('--variant', action='append')
+    ap.add_argument('--pause', type=float, default=0.0)
     ap.add_argument('--work', default='/var/tmp/homefs-protect-bench')
     a = ap.parse_args()
     variants = [(v.split('=', 1)[0], v.split('=', 1)[1].split()) for v in (a.variant or ['off=--no-write-behind --protect-interval 0', 'on='])]
@@ -128,7 +130,7 @@ def main():
                     for name, flags in variants:
                         prefix = f'bench-protect-{int(time.time())}-{os.getpid()}-{name}-{row}-{rtt}-{rnd}'
                         store = f's3://homefs-test/{prefix}?endpoint=http://127.0.0.1:{port}&region=us-east-1&pathStyle=true'
-                        r = run_row(row, flags, store, a.work, tarball, fx, env)
+                        r = run_row(row, flags, store, a.work, tarball, fx, env, a.pause)
                         load = os.getloadavg()[0]
                         print(f'rtt={rtt}ms round={rnd + 1} row={row} variant={name} ' + ' '.join(f'{k}={v:.3f}s' for k, v in r.items()) + f' load={load:.1f}', flush=True)
                         for k, v in r.items():

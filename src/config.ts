@@ -115,8 +115,16 @@ export const defaults = {
   logMaxBytes: 16 * 1024 * 1024,
   /** Of which an fsync's segment carries at most this much of fresh files nobody fsync'd; it leaves the others out (seal/omission.ts). */
   logFreshBytes: 512 * 1024,
+  /** …and a segment of continuous protection that no fsync waits for this much (more stays whole, so no seal follows it). */
+  logProtectFreshBytes: 4 * 1024 * 1024,
   /** A segment starts a background seal (absorbing the log) once this many inodes changed since the last seal. */
   logAbsorbChanged: 4096,
+  /**
+   * While users' requests flow (home/foreground.ts), write-behind keeps at most this many files, and a
+   * background seal this many blocks (at least one), in flight (`--background-writes`); at full speed
+   * otherwise. 0: the foreground pays nothing for them (docs/decisions.md, "Foreground first").
+   */
+  backgroundWrites: 0,
   sealHashThreads: 1,
   /** Hash and upload the whole blocks of a large file being written sequentially before its seal (seal/preseal.ts). */
   presealBlocks: true,

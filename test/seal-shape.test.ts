@@ -172,3 +172,46 @@ test('an fsync to the log 8 directories deep is one request; a claimed log refus
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a paced seal keeps to its pace while it holds, and goes at full speed once the pace lifts', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'homefs-sealpace-'));
+  const mem = new MemoryStore();
+  const store = new HeldStore(mem);
+  store.holding = false;
+  const j = new Journal(join(dir, 'journal'));
+  try {
+    const objects = new ObjectStore(store, 'acme');
+    const noBlocks = { read: async () => Buffer.alloc(0), get: async () => Buffer.alloc(0), prefetch: () => undefined, size: () => undefined };
+    const content = new Content(j, new UpperFiles(join(dir, 'upper')), noBlocks, { readaheadBlocks: 0, quotaBytes: 0 });
+    const view = new HomeView(j, { getTree: async (h) => decodeTree(await mem.get(`acme/meta/${h}`), h), prefetchTrees: () => undefined });
+    view.initRoot(null, {}, 0, 0);
+    let allowed = 1;
+    const deps: SealDeps = {
+      journal: j, content, objects, excludes: new Excludes([]), home: 'paced', host: 'test', parallelism: 8,
+      fence: { gc: new GcFence(store, 'acme'), observed: null }, pace: () => allowed,
+    };
+    assert.ok(await seal(deps, 'setup'), 'a first seal of the empty home');
+    for (let i = 0; i < 6; i++) {
+      const f = view.create(ROOT_INO, `f${i}`, { kind: 'file', mode: 0o644, uid: 0, gid: 0 }).ino;
+      await content.write(f, 0, Buffer.alloc(5000, i + 1));
+    }
+    store.asked.length = 0;
+    store.holding = true;
+    const blockPuts = (): number => store.asked.filter((a) => a.op === 'put' && a.key.includes('/blocks/')).length;
+    const sealing = seal(deps, 'absorb');
+    await until('one block write is in flight', () => blockPuts() === 1);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(blockPuts(), 1, 'the pace holds the other blocks back');
+    store.release();
+    await until('the next block goes once the first landed', () => blockPuts() === 2);
+    allowed = Infinity;
+    store.holding = false;
+    store.release();
+    const r = await sealing;
+    assert.equal(blockPuts(), 6, 'every block went up');
+    assert.equal(r?.gen, 1);
+  } finally {
+    await j.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -41,6 +41,7 @@ interface Options {
   parkAfter?: string;
   protectInterval?: string;
   writeBehind?: boolean;
+  backgroundWrites?: string;
   leaseTtl?: string;
   logLevel: string;
   metricsAddr?: string;
@@ -62,6 +63,12 @@ function parseMicros(flag: string, v: string): number {
   return n;
 }
 
+function parseBackgroundWrites(v: string): number {
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || n > 64) throw new UsageError(`invalid --background-writes '${v}': use 0 to 64 (uploads in flight while requests flow)`);
+  return n;
+}
+
 function buildConfig(ref: string, mnt: string, o: Options): MountConfig {
   const { org, home } = parseHomeRef(ref, false);
   if (o.fsync !== 'store' && o.fsync !== 'local') throw new UsageError(`invalid --fsync '${o.fsync}': use store or local`);
@@ -78,6 +85,7 @@ function buildConfig(ref: string, mnt: string, o: Options): MountConfig {
     parkAfterMs: o.parkAfter ? parseDuration('--park-after', o.parkAfter) : defaults.parkAfterMs,
     protectIntervalMs: o.protectInterval !== undefined ? parseDuration('--protect-interval', o.protectInterval) : defaults.protectIntervalMs,
     writeBehind: o.writeBehind !== false,
+    backgroundWrites: o.backgroundWrites !== undefined ? parseBackgroundWrites(o.backgroundWrites) : defaults.backgroundWrites,
     leaseTtlMs: o.leaseTtl ? parseDuration('--lease-ttl', o.leaseTtl) : defaults.leaseTtlMs,
     fuseSpinUs: o.fuseSpinUs !== undefined ? parseMicros('--fuse-spin-us', o.fuseSpinUs) : defaults.fuseSpinUs,
     fuseIdlePollUs: o.fuseIdlePollUs !== undefined ? parseMicros('--fuse-idle-poll-us', o.fuseIdlePollUs) : defaults.fuseIdlePollUs,
@@ -250,6 +258,7 @@ export function register(program: Command): void {
     .option('--park-after <duration>', 'idle time after which the home is parked', '10s')
     .option('--protect-interval <duration>', 'while active, every change reaches the store within this long, fsync\'d or not (0: off)', '10s')
     .option('--no-write-behind', 'do not upload quiet changed files in the background (fsync and sleep then upload everything)')
+    .option('--background-writes <n>', 'uploads that write-behind and background seals keep in flight while users\' requests flow (0: none until they pause)', String(defaults.backgroundWrites))
     .option('--lease-ttl <duration>', 'lease lifetime without renewal', '30s')
     .option('--fuse-spin-us <n>', 'after answering FUSE requests, wait this long awake for the next before sleeping (0: never)', String(defaults.fuseSpinUs))
     .option('--fuse-idle-poll-us <n>', 'while FUSE requests came in the last N µs, keep the other CPUs from halting (idle-priority threads; 0: never)', String(defaults.fuseIdlePollUs))

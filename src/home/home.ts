@@ -6,6 +6,7 @@
  * parked, and a parked home with changes is sealed at most once per `idleSealMs`. `sleep` (also SIGTERM,
  * SIGINT and an external umount) seals, unmounts, seals what the unmount flushed, and releases the lease.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -50,6 +51,7 @@ import { Omissions } from '../seal/omission.js';
 import type { WriteBehind } from '../seal/writebehind.js';
 import { Protection, type ProtectionReport } from './protect.js';
 import { startWriteBehind } from './writebehind.js';
+import { Foreground } from './foreground.js';
 import { GitIndexPrefetch } from './gitindex.js';
 import { HotSet } from './hotset.js';
 import { NsPack } from './nspack.js';
@@ -87,6 +89,8 @@ export interface MountConfig {
   protectIntervalMs?: number;
   /** Upload quiet files' blocks in the background (seal/writebehind.ts); absent: on. */
   writeBehind?: boolean;
+  /** Uploads in flight for background work while the foreground is busy; absent: config.ts defaults.backgroundWrites. */
+  backgroundWrites?: number;
 }
 
 type MountFn = (mountpoint: string, ops: ReturnType<FuseAdapter['ops']>, opts: Record<string, unknown>) => Session;
@@ -136,6 +140,10 @@ export class MountedHome {
   private preseal: Presealer | undefined;
   /** Stores the blocks of quiet changed files in the background (seal/writebehind.ts); none when read-only. */
   private writeBehind: WriteBehind | undefined;
+  /** Whether users' requests are flowing: background work yields to them (foreground.ts). */
+  private readonly foreground = new Foreground();
+  /** Segments waiting for the running seal's capture. */
+  private tailWaiters = 0;
   /** The bounded loss window (home/protect.ts); none when read-only. */
   private protection: Protection | undefined;
   private exitWith: (code: number) => void = () => undefined;
@@ -195,7 +203,7 @@ export class MountedHome {
     private readonly hooks: HomeHooks,
   ) {
     this.sealer = new Sealer((reason) => this.sealNow(reason));
-    this.segmenter = new Sealer(() => this.segmentNow());
+    this.segmenter = new Sealer((reason) => this.segmentNow(reason));
     this.omissions = new Omissions((ino) => journal.get(ino)?.parents ?? []);
     view.onCreated = (ino) => this.omissions.created(ino);
     view.onNamed = (ino, dirs, link) => this.omissions.named(ino, dirs, link);
@@ -377,6 +385,7 @@ export class MountedHome {
     const adapter = new FuseAdapter(this.view, this.content, this.upper, {
       activity: (op) => {
         this.touch();
+        this.foreground.request();
         this.hooks.metrics.ops.inc({ op });
       },
       observe: (op, ms) => this.hooks.metrics.opSeconds.observe({ op }, ms / 1000),
@@ -473,13 +482,41 @@ export class MountedHome {
     };
   }
 
+  /**
+   * Block writes a seal nobody waits for may have in flight now: few while the foreground is busy, unless
+   * someone has come to wait for a seal after all (an fsync or a sleep queued behind it).
+   */
+  private backgroundWrites(): number {
+    return this.foreground.busy() && !this.sealer.queued && this.tailWaiters === 0 ? this.busyWrites : Infinity;
+  }
+
+  /**
+   * A seal nobody waits for (protection's, or absorbing the log): started once the foreground is not busy,
+   * or once it has waited a protection interval (the loss window stays bounded under a long burst), or
+   * when the log is close to full (then fsyncs would soon have to seal themselves). It runs paced.
+   */
+  private async backgroundSeal(reason: 'protect' | 'absorb'): Promise<SealResult | null> {
+    const until = Date.now() + (this.cfg.protectIntervalMs || defaults.protectIntervalMs);
+    while (this.foreground.busy() && this.state === 'active' && !this.logNearlyFull() && Date.now() < until) await delay(BACKGROUND_WAIT_MS);
+    return this.sealer.request(reason);
+  }
+
+  private logNearlyFull(): boolean {
+    return this.logSegments * 2 >= defaults.logMaxSegments || this.logBytes * 2 >= defaults.logMaxBytes;
+  }
+
+  private get busyWrites(): number {
+    return this.cfg.backgroundWrites ?? defaults.backgroundWrites;
+  }
+
   /** Write-behind (unless turned off) and the protection interval (unless 0). */
   private startProtection(): void {
     if (this.cfg.writeBehind !== false) {
       this.writeBehind = startWriteBehind({
         journal: this.journal, content: this.content, view: this.view, objects: this.objects, cache: this.cache,
         excludes: new Excludes(this.cfg.excludes), fence: this.gcFence, hash: (data) => this.hashPool.hash(data),
-        presealing: (hash) => this.preseal?.uploading(hash), log: this.log,
+        presealing: (hash) => this.preseal?.uploading(hash), foreground: this.foreground, log: this.log,
+        options: { busyFiles: this.busyWrites },
       });
     }
     this.hooks.metrics.bindProtection(() => this.protectionReport() ?? undefined);
@@ -489,7 +526,7 @@ export class MountedHome {
         mutations: () => this.journal.mutations,
         flushKernel: () => this.flushKernel(),
         segment: async () => (await this.segmenter.request('protect')) === 'whole',
-        seal: () => this.sealer.request('protect'),
+        seal: () => this.backgroundSeal('protect'),
         log: this.log,
       }, interval);
     }
@@ -522,15 +559,17 @@ export class MountedHome {
    * One run of the fsync group commit: a segment of the log, else ('seal') the fsyncs need a seal. While a
    * seal runs, its log tail, once it has captured everything; when it cannot take one, after the seal.
    */
-  private async segmentNow(): Promise<SegmentOutcome> {
+  private async segmentNow(reason: string): Promise<SegmentOutcome> {
     // The fsyncs this run answers (those that come later go to the next run): it must hold them.
     const fsynced = this.fsynced;
     this.fsynced = new Set();
+    // A run for protection alone is answered by nobody waiting: it may carry more fresh bytes, and so stay whole.
+    const omit = omitting(fsynced, reason === 'protect' && fsynced.size === 0 ? defaults.logProtectFreshBytes : defaults.logFreshBytes);
     for (;;) {
       if (!this.lease || this.fenced) return 'seal'; // the seal says why
       const s = this.sealing;
       if (s) {
-        const tail = s.tail ? await this.tailNow(s, this.lease, fsynced) : 'seal';
+        const tail = s.tail ? await this.tailNow(s, this.lease, omit) : 'seal';
         if (tail !== 'seal') return tail;
         const waited = Date.now();
         await s.done;
@@ -541,12 +580,12 @@ export class MountedHome {
       if (!l) return 'seal';
       // Taken in the same tick as the look at `sealing`: a seal that starts later numbers its tail after it.
       const seq = l.nextSeq++;
-      const outcome = await this.logNow(l, seq, this.lease, fsynced);
+      const outcome = await this.logNow(l, seq, this.lease, omit);
       if (outcome === 'seal') return outcome;
       // Absorb the log in the background before it is full; fsyncs meanwhile go to its tail.
       // (Or once many inodes changed since the last seal: every segment walks them, and so does the seal at sleep.)
-      const absorb = this.logSegments * 2 >= defaults.logMaxSegments || this.logBytes * 2 >= defaults.logMaxBytes || this.journal.changedCount >= defaults.logAbsorbChanged;
-      if (absorb && !this.sealer.busy) setImmediate(() => this.sealer.request('absorb').catch(() => undefined));
+      const absorb = this.logNearlyFull() || this.journal.changedCount >= defaults.logAbsorbChanged;
+      if (absorb && !this.sealer.busy) setImmediate(() => this.backgroundSeal('absorb').catch(() => undefined));
       return outcome;
     }
   }
@@ -556,13 +595,13 @@ export class MountedHome {
    * names beyond its budget that nobody fsync'd (seal/omission.ts). 'seal' when what it must hold is too
    * much for a segment (the caller seals instead).
    */
-  private async logNow(l: LogState, seq: number, lease: Lease, fsynced: ReadonlySet<number>): Promise<SegmentOutcome> {
+  private async logNow(l: LogState, seq: number, lease: Lease, omit: SegmentOmit): Promise<SegmentOutcome> {
     const started = Date.now();
     const mark = this.journal.mutations;
     const chain = chainFor(l, seq);
     const write = this.tracked(async (captured) => {
       if (!(await lease.confirmed())) throw new UserError('this mount cannot confirm its lease (lost to another host, or the store is unreachable): its fsync is not in the store');
-      return sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: lease.token, chain, ...omitting(fsynced) }, 'fsync', defaults.logMaxBytes, undefined, captured);
+      return sealToLog(this.sealDeps(), { gen: l.gen, seq, writer: lease.token, chain, ...omit }, 'fsync', defaults.logMaxBytes, undefined, captured);
     });
     try {
       const r = await write;
@@ -682,7 +721,8 @@ export class MountedHome {
         this.log.debug({ op: 'seal.phase', reason, captureMs: Date.now() - sealStart }, 'seal captured');
         walked(x);
       };
-      const r = await seal({ ...this.sealDeps(), beforeHead, ...(sealing ? { tail: { seq: sealing.seq, walked: walkedAt } } : {}) }, reason);
+      const pace = BACKGROUND_SEALS.has(reason) ? { pace: () => this.backgroundWrites() } : {};
+      const r = await seal({ ...this.sealDeps(), beforeHead, ...pace, ...(sealing ? { tail: { seq: sealing.seq, walked: walkedAt } } : {}) }, reason);
       this.log.debug({ op: 'seal.phase', reason, commitMs: Date.now() - sealStart }, 'seal committed');
       this.journal.setMeta(LOG_OK, r ? r.gen : base.gen);
       this.protection?.covered(mark, started);
@@ -730,11 +770,12 @@ export class MountedHome {
    * when it cannot be written (the seal ended first, the segment would rely on a block the seal deduplicated,
    * or it is too large): the caller then waits for the seal.
    */
-  private async tailNow(s: NonNullable<MountedHome['sealing']>, lease: Lease, fsynced: ReadonlySet<number>): Promise<SegmentOutcome> {
+  private async tailNow(s: NonNullable<MountedHome['sealing']>, lease: Lease, omit: SegmentOmit): Promise<SegmentOutcome> {
     const l = this.logState;
     if (!l || l.gen !== s.gen || lease.lost) return 'seal';
     const waited = Date.now();
-    const reuse = await s.walked;
+    this.tailWaiters++; // (a paced seal goes at full speed while someone waits for its capture)
+    const reuse = await s.walked.finally(() => this.tailWaiters--);
     if (reuse === null) return 'seal';
     const started = Date.now();
     this.log.debug({ op: 'log-tail.wait', ms: started - waited }, "tail segment waited for the seal's capture");
@@ -743,7 +784,7 @@ export class MountedHome {
     const chain = chainFor(l, seq);
     const mark = this.journal.mutations;
     try {
-      const target = { gen: l.gen, seq, writer: lease.token, chain, ...omitting(fsynced) };
+      const target = { gen: l.gen, seq, writer: lease.token, chain, ...omit };
       // Of the seal's dedupe hits, the tail may rely only on write-behind's tagged blocks, and then confirms their epoch.
       const onlyTagged = (): boolean => [...reuse.blocks].every((h) => reuse.tagged.has(h));
       const r = await this.tracked((captured) => sealToLog(this.sealDeps(), target, 'fsync', defaults.logMaxBytes, onlyTagged, captured, () => reuse.tagged.size > 0));
@@ -914,10 +955,18 @@ export class MountedHome {
   }
 }
 
+/** Seals that no user waits for: they yield to the foreground (`backgroundWrites`). */
+const BACKGROUND_SEALS: ReadonlySet<string> = new Set(['protect', 'absorb', 'idle']);
+
+/** A background seal waiting for the foreground looks again this often. */
+const BACKGROUND_WAIT_MS = 200;
+
 /** What a log segment's run gave: every change ('whole'), all but fresh names nobody fsync'd ('partial'), or nothing: a seal must follow. */
 type SegmentOutcome = 'whole' | 'partial' | 'seal';
 
-/** The omission rules of a segment for these fsync'd inodes (seal/omission.ts). */
-function omitting(fsynced: ReadonlySet<number>): { fsynced: { inodes: ReadonlySet<number>; freshBytes: number } } {
-  return { fsynced: { inodes: fsynced, freshBytes: defaults.logFreshBytes } };
+/** The omission rules of a segment (seal/omission.ts): what it must hold, and its budget for fresh bytes. */
+type SegmentOmit = { fsynced: { inodes: ReadonlySet<number>; freshBytes: number } };
+
+function omitting(fsynced: ReadonlySet<number>, freshBytes: number): SegmentOmit {
+  return { fsynced: { inodes: fsynced, freshBytes } };
 }

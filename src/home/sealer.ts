@@ -48,6 +48,11 @@ export class Sealer<R> {
     }
   }
 
+  /** A request waits for the run after the one running. */
+  get queued(): boolean {
+    return this.next !== null;
+  }
+
   get busy(): boolean {
     return this.running !== null;
   }

@@ -4,7 +4,6 @@
  * by an earlier process of this state directory), what it skips (what the seal leaves out), whose gc look
  * tags its uploads (the mount's, shared with its seals), and where its blocks go (one object per block).
  */
-import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { BlockCache } from '../cache/blockcache.js';
 import type { Content } from '../inodes/content.js';
@@ -14,25 +13,10 @@ import type { HomeView } from '../inodes/view.js';
 import { excludedIno } from '../seal/preseal.js';
 import type { SealDeps } from '../seal/seal.js';
 import { WriteBehind, type WriteBehindOptions, defaultWriteBehindOptions } from '../seal/writebehind.js';
+import type { Foreground } from './foreground.js';
 import type { Excludes } from '../snapshot/excludes.js';
 import type { ObjectStore } from '../snapshot/objects.js';
 import { errorMessage } from '../util/errors.js';
-
-/** The event loop's utilization over the last window of at least 100 ms (performance.eventLoopUtilization). */
-class LoopUse {
-  private mark = performance.eventLoopUtilization();
-  private last = 0;
-
-  busy(): number {
-    const now = performance.eventLoopUtilization();
-    const d = performance.eventLoopUtilization(now, this.mark);
-    if (d.idle + d.active >= 100) {
-      this.last = d.utilization;
-      this.mark = now;
-    }
-    return this.last;
-  }
-}
 
 /** A look at the gc fence is reused for this long before write-behind asks again (as seals do). */
 const LOOK_REUSE_MS = 30_000;
@@ -48,13 +32,14 @@ export interface WriteBehindWiring {
   hash: (data: Buffer) => Promise<{ hash: string; data: Buffer }>;
   /** The presealer's upload of a block, while in flight. */
   presealing: (hash: string) => Promise<unknown> | undefined;
+  /** Whether the foreground is busy (home/foreground.ts). */
+  foreground: Foreground;
   log: Logger;
   options?: Partial<WriteBehindOptions>;
 }
 
 export function startWriteBehind(w: WriteBehindWiring): WriteBehind {
   const { journal, content, fence } = w;
-  const loop = new LoopUse();
   let looking: Promise<SealDeps['fence']['observed']> | null = null;
   const wb = new WriteBehind({
     look: (ino) => {
@@ -79,7 +64,7 @@ export function startWriteBehind(w: WriteBehindWiring): WriteBehind {
     uploading: w.presealing,
     excluded: (ino) => excludedIno(journal, w.excludes, ino),
     foregroundBusy: () => w.cache.foregroundWaiting,
-    loopBusy: () => loop.busy(),
+    busy: () => w.foreground.busy(),
     onError: (ino, e) => w.log.debug({ op: 'writebehind', ino, err: errorMessage(e) }, 'write-behind of a file failed; it is queued again (or left to the seal)'),
   }, { ...defaultWriteBehindOptions, ...w.options });
   content.onChanged = (ino) => wb.changed(ino);

@@ -17,6 +17,7 @@
  * Every entry records the inode number the mount serves for it, unless it is a counter number
  * (model/inos.ts): the next host serves the same ones.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import { blockRanges, hashBuffer } from '../hash/blake3.js';
 import type { Content } from '../inodes/content.js';
 import type { SealBlock, StoredBlocks } from '../inodes/filestate.js';
@@ -45,6 +46,8 @@ export interface SealDeps {
   host: string;
   /** Files sealed concurrently. */
   parallelism: number;
+  /** Block writes allowed in flight at this moment (a seal nobody waits for yields to the foreground); default: `parallelism`. */
+  pace?: () => number;
   /** Hashes a block off the event loop; returns the bytes again (the input may have been transferred). */
   hash?: (data: Buffer) => Promise<{ hash: string; data: Buffer }>;
   /** The upload of this block that began before the seal (preseal.ts, writebehind.ts), while it is in flight. */
@@ -101,6 +104,9 @@ export class SegmentTrees {
 /** A previous seal's last look at the gc epoch serves as the next seal's first look for this long. */
 const FENCE_REUSE_MS = 30_000;
 
+/** A paced seal looks at its pace again this often while it holds a block back. */
+const PACE_MS = 20;
+
 /** Tree writes in flight at once (small objects; blocks are bounded by `parallelism`, their bytes wait in memory). */
 const META_WRITES = 64;
 
@@ -142,7 +148,7 @@ export async function seal(deps: SealDeps, reason: string): Promise<SealResult |
   const reuse = new ReuseLog();
   const d: SealDeps = { ...deps, objects: deps.objects.tracking(reuse) };
   const tally: Tally = { filesHashed: 0, bytesHashed: 0, blocksNew: 0, bytesUploaded: 0, stats: { files: 0, dirs: 0, bytes: 0 }, reused: new Map() };
-  const w = new Writes(Math.max(2, d.parallelism * 2));
+  const w = new Writes(Math.max(2, d.parallelism * 2), d.pace);
   // Blocks write-behind stored under this seal's first look count as its dedupe hits (the fence covers them).
   const tags = new TagCheck(deps.fence.gc, since, reuse);
   // The seal at sleep keeps no local copy of small files held inline: their bytes are in the store now,
@@ -336,17 +342,26 @@ class Writes {
   private readonly blockSlots: Semaphore;
   private readonly metaSlots = new Semaphore(META_WRITES);
   private readonly inflight: Array<Promise<unknown>> = [];
+  private blocks = 0;
   /** Directories whose new tree is being written: recorded in the journal once everything has landed. */
   readonly trees: Array<[number, string]> = [];
 
-  constructor(blockLimit: number) {
+  constructor(blockLimit: number, private readonly pace?: () => number) {
     this.blockSlots = new Semaphore(blockLimit);
   }
 
-  /** Waits for a free slot, then starts `write`; returns (wrapped, so as not to wait for it) its promise. */
+  /** Waits for a free slot (and, when paced, for the pace to allow one more block), then starts `write`; returns (wrapped, so as not to wait for it) its promise. */
   async start(kind: 'block' | 'meta', write: () => Promise<unknown>): Promise<{ landed: Promise<unknown> }> {
-    const release = await (kind === 'block' ? this.blockSlots : this.metaSlots).acquire();
-    const p = write().finally(release);
+    const block = kind === 'block';
+    const release = await (block ? this.blockSlots : this.metaSlots).acquire();
+    if (block) {
+      while (this.pace && this.blocks > 0 && this.blocks >= this.pace()) await delay(PACE_MS);
+      this.blocks++;
+    }
+    const p = write().finally(() => {
+      if (block) this.blocks--;
+      release();
+    });
     p.catch(() => undefined); // observed by all()
     this.inflight.push(p);
     return { landed: p };

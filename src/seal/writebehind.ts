@@ -15,7 +15,7 @@
  * treats its own dedupe hits (seal.ts, docs/operations.md). While a gc runs, write-behind waits.
  *
  * Foreground first: nothing new starts while a reader waits for a store fetch (`foregroundBusy`), and
- * while the event loop is busy (FUSE requests flowing: `loopBusy`) only a couple of files are in flight;
+ * while the foreground is busy (FUSE requests flowing: `busy`) only a couple of files are in flight;
  * files and bytes in flight are bounded (so is the bandwidth write-behind takes). Each distinct block goes up once: uploads
  * of one hash are shared while in flight, and hashes stored under the current epoch are remembered.
  * Blocks go to a `BlockSink`, one object per block today; a pack writer can take its place.
@@ -59,8 +59,8 @@ export interface WriteBehindDeps {
   excluded(ino: number): boolean;
   /** A reader is waiting for the store: start nothing new. */
   foregroundBusy(): boolean;
-  /** How busy this process's event loop was lately (0 to 1): past `busyAbove`, at most `busyFiles` run. */
-  loopBusy?(): number;
+  /** The foreground is busy (FUSE requests flowing, home/foreground.ts): at most `busyFiles` run. */
+  busy?(): boolean;
   onError(ino: number, e: unknown): void;
   now?: () => number;
 }
@@ -72,9 +72,8 @@ export interface WriteBehindOptions {
   closedQuietMs: number;
   /** Files captured at once. */
   files: number;
-  /** …and while the event loop is busier than `busyAbove` (serving FUSE requests), only this many. */
+  /** …and while the foreground is busy (`busy`), only this many. */
   busyFiles: number;
-  busyAbove: number;
   /** Block bytes held in memory for uploads at most (a larger file runs alone). */
   memoryBytes: number;
   /** How often the queue is looked at. */
@@ -84,7 +83,7 @@ export interface WriteBehindOptions {
 }
 
 export const defaultWriteBehindOptions: WriteBehindOptions = {
-  quietMs: 1000, closedQuietMs: 100, files: 16, busyFiles: 2, busyAbove: 0.6, memoryBytes: 64 * 1024 * 1024, pumpMs: 50, retryMs: 5000,
+  quietMs: 1000, closedQuietMs: 100, files: 16, busyFiles: 2, memoryBytes: 64 * 1024 * 1024, pumpMs: 50, retryMs: 5000,
 };
 
 interface Pending {
@@ -208,8 +207,8 @@ export class WriteBehind {
     if (this.closed) return;
     const t = this.now();
     if (t < this.pausedUntil || this.deps.foregroundBusy()) return this.arm();
-    // Foreground first: while the loop is busy serving requests, write-behind takes only a little of it.
-    const limit = (this.deps.loopBusy?.() ?? 0) > this.opts.busyAbove ? this.opts.busyFiles : this.opts.files;
+    // Foreground first: while requests flow, write-behind takes only a little of the machine.
+    const limit = this.deps.busy?.() ? this.opts.busyFiles : this.opts.files;
     for (const [ino, p] of this.pending) {
       if (this.running.size >= limit) return this.arm(); // (a capture that ends kicks the queue too)
       if (this.running.has(ino)) continue; // changed again while captured: after that capture ends
