@@ -491,13 +491,19 @@ export class MountedHome {
   }
 
   /**
-   * A seal nobody waits for (protection's, or absorbing the log): started once the foreground is not busy,
-   * or once it has waited a protection interval (the loss window stays bounded under a long burst), or
-   * when the log is close to full (then fsyncs would soon have to seal themselves). It runs paced.
+   * A seal nobody waits for (protection's, or absorbing the log). It starts once the foreground is not busy
+   * and write-behind has stored what it queued (it goes at full speed meanwhile), so that its capture finds
+   * the blocks in the store and is short: an fsync that comes while it captures waits for that capture
+   * (a tail segment). It starts anyway, paced, after `BACKGROUND_DEFER` protection intervals (the loss
+   * window stays bounded under a long burst), or when the log is close to full (fsyncs would soon have to
+   * seal themselves).
    */
   private async backgroundSeal(reason: 'protect' | 'absorb'): Promise<SealResult | null> {
-    const until = Date.now() + (this.cfg.protectIntervalMs || defaults.protectIntervalMs);
-    while (this.foreground.busy() && this.state === 'active' && !this.logNearlyFull() && Date.now() < until) await delay(BACKGROUND_WAIT_MS);
+    const until = Date.now() + BACKGROUND_DEFER * (this.cfg.protectIntervalMs || defaults.protectIntervalMs);
+    while ((this.state === 'active' || this.state === 'parked') && !this.logNearlyFull() && Date.now() < until) {
+      if (!this.foreground.busy() && (this.writeBehind?.queued ?? 0) === 0) break;
+      await delay(BACKGROUND_WAIT_MS);
+    }
     return this.sealer.request(reason);
   }
 
@@ -958,8 +964,10 @@ export class MountedHome {
 /** Seals that no user waits for: they yield to the foreground (`backgroundWrites`). */
 const BACKGROUND_SEALS: ReadonlySet<string> = new Set(['protect', 'absorb', 'idle']);
 
-/** A background seal waiting for the foreground looks again this often. */
+/** A background seal waiting for the foreground and write-behind looks again this often… */
 const BACKGROUND_WAIT_MS = 200;
+/** …for at most this many protection intervals. */
+const BACKGROUND_DEFER = 3;
 
 /** What a log segment's run gave: every change ('whole'), all but fresh names nobody fsync'd ('partial'), or nothing: a seal must follow. */
 type SegmentOutcome = 'whole' | 'partial' | 'seal';

@@ -167,6 +167,11 @@ export class WriteBehind {
     return { files: new Set([...this.pending.keys(), ...this.running.keys()]).size, bytes, oldest };
   }
 
+  /** Files queued or being captured. */
+  get queued(): number {
+    return this.pending.size + this.running.size;
+  }
+
   /** Resolves once nothing is queued or running (a file changed meanwhile is waited for too). */
   idle(): Promise<void> {
     if (this.pending.size === 0 && this.running.size === 0) return Promise.resolve();
