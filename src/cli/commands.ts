@@ -32,6 +32,7 @@ const gc = async (): Promise<Register> => ((await import('./gc.js')) as Module).
 const verify = async (): Promise<Register> => ((await import('./verify.js')) as Module).register;
 const locality = async (): Promise<Register> => ((await import('./locality.js')) as Module).register;
 const du = async (): Promise<Register> => ((await import('./du.js')) as Module).register;
+const copy = async (): Promise<Register> => ((await import('./copy.js')) as Module).register;
 const helper = async (): Promise<Register> => ((await import('./install-helper.js')) as Module).register;
 
 export const COMMANDS: readonly CommandEntry[] = [
@@ -51,6 +52,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: 'verify', args: '[options] [home]', load: verify, description: 'check that every object the retained snapshots reference is present and intact; exit 4 on damage' },
   { name: 'locality', args: '[options] <home>', load: locality, description: "how much of <org>/<home>'s HEAD is in this host's block cache (bytes cached, total, ratio)" },
   { name: 'du', args: '[options] <target>', load: du, description: 'logical, unique and shared bytes of the homes of an org (HEADs), and the store total' },
+  { name: 'copy', args: '[options] [target]', load: copy, description: 'copy the retained history of homes to another store (backup, replication), sending only what it lacks; exit 4 on damage' },
   { name: 'install-helper', args: '[options]', load: helper, description: 'install mount.homefs (and mount.fuse.homefs) in <prefix>/sbin so mount -t fuse.homefs and fstab work' },
   { name: 'uninstall-helper', args: '[options]', load: helper, description: 'remove what install-helper installed under <prefix>' },
 ];
