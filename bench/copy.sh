@@ -22,11 +22,15 @@ srv() { echo $(( $(awk '{print $14+$15}' /proc/$rgw/stat 2>/dev/null || echo 0) 
 work=$(mktemp -d /var/tmp/copy-bench.XXXXXX)
 p=copy-bench-$$
 proxy=
-rc() { # rclone against ENDPOINT (env) with the test credentials
-  env -u AWS_CA_BUNDLE RCLONE_CONFIG_BS_TYPE=s3 RCLONE_CONFIG_BS_PROVIDER=Ceph RCLONE_CONFIG_BS_ENDPOINT="http://${ENDPOINT:-$up}" \
-    RCLONE_CONFIG_BS_ENV_AUTH=true RCLONE_CONFIG_BS_REGION=us-east-1 RCLONE_CONFIG_BS_FORCE_PATH_STYLE=true \
-    rclone "$@" --config /dev/null --log-level ERROR
-}
+# rclone against $ENDPOINT (default: RGW itself) with the test credentials; a script, so that time(1) can run it
+cat > "$work/rc" <<EOS
+#!/bin/sh
+exec env -u AWS_CA_BUNDLE RCLONE_CONFIG_BS_TYPE=s3 RCLONE_CONFIG_BS_PROVIDER=Ceph RCLONE_CONFIG_BS_ENDPOINT="http://\${ENDPOINT:-$up}" \\
+  RCLONE_CONFIG_BS_ENV_AUTH=true RCLONE_CONFIG_BS_REGION=us-east-1 RCLONE_CONFIG_BS_FORCE_PATH_STYLE=true \\
+  rclone "\$@" --config /dev/null --log-level ERROR
+EOS
+chmod +x "$work/rc"
+rc() { "$work/rc" "$@"; }
 cleanup() {
   if [ -n "$proxy" ]; then kill "$proxy" 2>/dev/null || true; fi
   rc purge "bs:$bucket/$p" --checkers 32 2>/dev/null || true
@@ -54,8 +58,10 @@ for rtt in "${rtts[@]}"; do
     measure "+$rtt homefs copy" node dist/src/cli/main.js copy bench --store "$(url src 127.0.0.1:$port)" --to "$(url $t 127.0.0.1:$port)" --json
     measure "+$rtt homefs copy again" node dist/src/cli/main.js copy bench --store "$(url src 127.0.0.1:$port)" --to "$(url $t 127.0.0.1:$port)" --json
     t=rc-$rtt-$round
-    ENDPOINT=127.0.0.1:$port measure "+$rtt rclone sync" rc sync "bs:$bucket/$p/src/bench" "bs:$bucket/$p/$t/bench" --transfers 32 --checkers 32 --disable Copy
-    ENDPOINT=127.0.0.1:$port measure "+$rtt rclone sync again" rc sync "bs:$bucket/$p/src/bench" "bs:$bucket/$p/$t/bench" --transfers 32 --checkers 32 --disable Copy
+    export ENDPOINT=127.0.0.1:$port
+    measure "+$rtt rclone sync" "$work/rc" sync "bs:$bucket/$p/src/bench" "bs:$bucket/$p/$t/bench" --transfers 32 --checkers 32 --disable Copy
+    measure "+$rtt rclone sync again" "$work/rc" sync "bs:$bucket/$p/src/bench" "bs:$bucket/$p/$t/bench" --transfers 32 --checkers 32 --disable Copy
+    unset ENDPOINT
   done
   kill "$proxy"; wait "$proxy" 2>/dev/null || true; proxy=
 done
