@@ -19,13 +19,8 @@ cd "$(dirname "$0")/.."
 before=$(realpath "$1"); home=$(realpath "$2"); shift 2
 rtts=("$@"); [ ${#rtts[@]} -eq 0 ] && rtts=(0 20)
 rounds=${ROUNDS:-1}
-eval "$(test/support/ceph.sh status 2>/dev/null || test/support/ceph.sh start 2>/dev/null)"
-up=$(echo "$HOMEFS_TEST_S3_URL" | sed -E 's#.*endpoint=http://([0-9.]+:[0-9]+).*#\1#')
-bucket=$(echo "$HOMEFS_TEST_S3_URL" | sed -E 's#s3://([^/?]+).*#\1#')
-cephdir=${HOMEFS_CEPH_DIR:-/tmp/homefs-ceph-$(id -u)}
-rgw=$(cat "$cephdir/run/client.rgw.pid"); osd=$(cat "$cephdir/run/osd.0.pid")
-# (0 for a daemon that is gone: someone restarted the shared test Ceph; that step's server CPU is then wrong)
-srv() { echo $(( $(awk '{print $14+$15}' /proc/$rgw/stat 2>/dev/null || echo 0) + $(awk '{print $14+$15}' /proc/$osd/stat 2>/dev/null || echo 0) )); }
+# shellcheck source=lib/ceph-env.sh
+. bench/lib/ceph-env.sh
 work=$(mktemp -d /var/tmp/pull-ab.XXXXXX)
 p=${PUSHED:-pull-ab-$$}
 proxy=

@@ -15,7 +15,7 @@ import { FileStore } from '../src/store/file.js';
 import { ForwardingStore } from '../src/store/forwarding.js';
 import type { Store } from '../src/store/store.js';
 import { pushDirectory } from '../src/snapshot/push.js';
-import { readHead } from '../src/snapshot/heads.js';
+import { listHistory, readHead } from '../src/snapshot/heads.js';
 import { copyHomes } from '../src/ops/copy.js';
 import { BIN, TestHome, homefs, homefsOk, shOk } from './support/homefs-mount.js';
 import { testS3Url } from './support/s3.js';
@@ -228,6 +228,30 @@ test('a copy during seals and fsyncs, to the test Ceph and back, gives a state t
     } finally {
       await there.cleanup();
     }
+  } finally {
+    await h.cleanup();
+  }
+});
+
+test('--keep N copies the newest N generations of each home, with their objects only', async () => {
+  const h = new TestHome();
+  try {
+    const src = join(h.root, 'src');
+    mkdirSync(src, { recursive: true });
+    const store = await new FileStore(join(h.root, 'store')).init();
+    for (let i = 0; i < 3; i++) {
+      writeFileSync(join(src, 'v.txt'), `version ${i}\n`);
+      await pushDirectory(src, store, 'acme', 'agent', { xattrs: false, pushPack: false });
+    }
+    const target = join(h.root, 'backup');
+    const r = await copy(['acme/agent', '--store', h.storeUrl, '--to', `file://${target}`, '--keep', '1']);
+    const backup = await new FileStore(target).init();
+    assert.deepEqual((await listHistory(backup, 'acme', 'agent')).map((g) => g.gen), [2], 'only the newest generation');
+    assert.equal(readdirSync(join(target, 'acme/blocks')).flatMap((p) => readdirSync(join(target, 'acme/blocks', p))).length, 1, "only that generation's block");
+    assert.ok(r.objects >= 4, 'a block, a tree, a snapshot, a head');
+    const usage = await homefs(['copy', 'acme/agent', '--store', h.storeUrl, '--to', `file://${target}`, '--keep', '0']);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /invalid --keep '0'/);
   } finally {
     await h.cleanup();
   }

@@ -74,13 +74,9 @@ class HeldStore implements Store {
   }
 }
 
-async function until(what: string, ok: () => boolean): Promise<void> {
-  for (let i = 0; i < 2000 && !ok(); i++) await new Promise((r) => setTimeout(r, 5));
-  assert.ok(ok(), what);
-}
-
-test('a write 8 directories deep seals in two round trips: everything in parallel, then HEAD', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'homefs-sealshape-'));
+/** A journal, content and view over a held memory store, and seal deps for them; removed after `fn`. */
+async function withHome(tag: string, home: string, parallelism: number, fn: (h: { mem: MemoryStore; store: HeldStore; content: Content; view: HomeView; deps: SealDeps }) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), `homefs-${tag}-`));
   const mem = new MemoryStore();
   const store = new HeldStore(mem);
   store.holding = false;
@@ -89,12 +85,26 @@ test('a write 8 directories deep seals in two round trips: everything in paralle
     const objects = new ObjectStore(store, 'acme');
     const noBlocks = { read: async () => Buffer.alloc(0), get: async () => Buffer.alloc(0), prefetch: () => undefined, size: () => undefined };
     const content = new Content(j, new UpperFiles(join(dir, 'upper')), noBlocks, { readaheadBlocks: 0, quotaBytes: 0 });
-    const view = new HomeView(j, { getTree: async (h) => decodeTree(await mem.get(`acme/meta/${h}`), h), prefetchTrees: () => undefined });
+    const view = new HomeView(j, { getTree: async (h) => decodeTree(await mem.get(`acme/meta/${h.slice(0, 2)}/${h}`), h), prefetchTrees: () => undefined });
     view.initRoot(null, {}, 0, 0);
     const deps: SealDeps = {
-      journal: j, content, objects, excludes: new Excludes([]), home: 'deep', host: 'test', parallelism: 4,
+      journal: j, content, objects, excludes: new Excludes([]), home, host: 'test', parallelism,
       fence: { gc: new GcFence(store, 'acme'), observed: null },
     };
+    await fn({ mem, store, content, view, deps });
+  } finally {
+    await j.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function until(what: string, ok: () => boolean): Promise<void> {
+  for (let i = 0; i < 2000 && !ok(); i++) await new Promise((r) => setTimeout(r, 5));
+  assert.ok(ok(), what);
+}
+
+test('a write 8 directories deep seals in two round trips: everything in parallel, then HEAD', async () => {
+  await withHome('sealshape', 'deep', 4, async ({ mem, store, content, view, deps }) => {
     let parent = ROOT_INO;
     for (let i = 0; i < 8; i++) parent = view.create(parent, `d${i}`, { kind: 'dir', mode: 0o755, uid: 0, gid: 0 }).ino;
     const file = view.create(parent, 'f', { kind: 'file', mode: 0o644, uid: 0, gid: 0 }).ino;
@@ -120,10 +130,7 @@ test('a write 8 directories deep seals in two round trips: everything in paralle
     assert.equal(head?.snapshot, r?.snapshot, 'HEAD names the new snapshot');
     const again = await seal(deps, 'fsync');
     assert.equal(again, null, 'nothing left to seal: every tree was recorded');
-  } finally {
-    await j.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('an fsync to the log 8 directories deep is one request; a claimed log refuses the next segment', async () => {
@@ -174,22 +181,9 @@ test('an fsync to the log 8 directories deep is one request; a claimed log refus
 });
 
 test('a paced seal keeps to its pace while it holds, and goes at full speed once the pace lifts', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'homefs-sealpace-'));
-  const mem = new MemoryStore();
-  const store = new HeldStore(mem);
-  store.holding = false;
-  const j = new Journal(join(dir, 'journal'));
-  try {
-    const objects = new ObjectStore(store, 'acme');
-    const noBlocks = { read: async () => Buffer.alloc(0), get: async () => Buffer.alloc(0), prefetch: () => undefined, size: () => undefined };
-    const content = new Content(j, new UpperFiles(join(dir, 'upper')), noBlocks, { readaheadBlocks: 0, quotaBytes: 0 });
-    const view = new HomeView(j, { getTree: async (h) => decodeTree(await mem.get(`acme/meta/${h}`), h), prefetchTrees: () => undefined });
-    view.initRoot(null, {}, 0, 0);
-    let allowed = 1;
-    const deps: SealDeps = {
-      journal: j, content, objects, excludes: new Excludes([]), home: 'paced', host: 'test', parallelism: 8,
-      fence: { gc: new GcFence(store, 'acme'), observed: null }, pace: () => allowed,
-    };
+  let allowed = 1;
+  await withHome('sealpace', 'paced', 8, async ({ store, content, view, deps: plain }) => {
+    const deps: SealDeps = { ...plain, pace: () => allowed };
     assert.ok(await seal(deps, 'setup'), 'a first seal of the empty home');
     for (let i = 0; i < 6; i++) {
       const f = view.create(ROOT_INO, `f${i}`, { kind: 'file', mode: 0o644, uid: 0, gid: 0 }).ino;
@@ -210,8 +204,5 @@ test('a paced seal keeps to its pace while it holds, and goes at full speed once
     const r = await sealing;
     assert.equal(blockPuts(), 6, 'every block went up');
     assert.equal(r?.gen, 1);
-  } finally {
-    await j.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });

@@ -504,6 +504,8 @@ export class MountedHome {
       if (!this.foreground.busy() && (this.writeBehind?.queued ?? 0) === 0) break;
       await delay(BACKGROUND_WAIT_MS);
     }
+    // Securing: the seal at sleep takes everything, and more cheaply (it keeps no local copies).
+    if (this.state !== 'active' && this.state !== 'parked') return null;
     return this.sealer.request(reason);
   }
 
