@@ -83,7 +83,7 @@ export interface WriteBehindOptions {
 }
 
 export const defaultWriteBehindOptions: WriteBehindOptions = {
-  quietMs: 1000, closedQuietMs: 100, files: 16, busyFiles: 2, memoryBytes: 64 * 1024 * 1024, pumpMs: 50, retryMs: 5000,
+  quietMs: 1000, closedQuietMs: 100, files: 16, busyFiles: 0, memoryBytes: 64 * 1024 * 1024, pumpMs: 50, retryMs: 5000,
 };
 
 interface Pending {
