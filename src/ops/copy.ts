@@ -78,7 +78,8 @@ export async function copyHomes(src: Store, dst: Store, org: string, homes: read
     try {
       await copyHome(src, dst, org, home, o, t, present);
     } catch (e) {
-      if (!(e instanceof UserError)) throw e; // a store that fails or a bug stops the whole copy
+      // Damage in the source, or a target that diverged, fails this home; a store that fails, or a bug, the whole copy.
+      if (!(e instanceof UserError) || (e.exitCode !== ExitCode.damage && e.exitCode !== ExitCode.userError)) throw e;
       failed.push({ home: `${org}/${home}`, error: errorMessage(e), damage: e.exitCode === ExitCode.damage });
     }
   }
@@ -87,6 +88,7 @@ export async function copyHomes(src: Store, dst: Store, org: string, homes: read
 
 async function copyHome(src: Store, dst: Store, org: string, home: string, o: CopyOptions, t: Tally, present: Set<string>): Promise<void> {
   const plan = await takePlan(src, org, home, o);
+  if (!plan) return; // (a home with keys but no generation yet: nothing to copy)
   const inline = plan.segment ? segmentObjects(org, plan.segment) : new Map<string, Buffer>();
   const read = async (key: string, hash: string): Promise<Buffer> => {
     const data = inline.get(key) ?? (await src.get(key).catch((e: unknown) => {
@@ -158,10 +160,10 @@ async function copyHome(src: Store, dst: Store, org: string, home: string, o: Co
 }
 
 /** The home's roots at one point in time. */
-async function takePlan(src: Store, org: string, home: string, o: CopyOptions): Promise<Plan> {
+async function takePlan(src: Store, org: string, home: string, o: CopyOptions): Promise<Plan | null> {
   const history = await listHistory(src, org, home, o.keep);
   const head = history[0];
-  if (!head) throw new UserError(`home ${org}/${home} has no snapshots in ${src.url}`);
+  if (!head) return null;
   const conflicts = await listConflicts(src, org, home);
   const segment = await pendingSegment(src, org, home, head, o.warn ?? (() => undefined));
   return { history, conflicts, segment };
