@@ -7,8 +7,10 @@
 #   node -e "import('./dist/bench/lib/agenthome.js').then((m) => m.agentHome('/var/tmp/big/home', 8, 'big'))"
 #   bin/homefs push /var/tmp/big/home acme/big --store file:///var/tmp/big/store).
 # Mounts from new state and cache directories named after RUN, times `find | wc -l` cold and warm with
-# the daemon's CPU time, prints its peak RSS and what its cache directory holds, then sleeps the mount and
-# removes the home's hot-set record and wake pack (forget-hints), so the next run is as cold.
+# the daemon's CPU time, then `grep -r` through GREP_DIR (default projects/app/src: the sources of one repo, as the resume of bench/run greps), prints what its
+# cache directory holds, sleeps the mount, and prints the daemon's peak RSS through all of it (VmHWM, read
+# until the daemon exits); then removes the home's hot-set record and wake pack (forget-hints), so the
+# next run is as cold.
 set -u
 export PATH=/usr/local/bin:$PATH
 cd ${REPO:?}
@@ -33,10 +35,18 @@ c0=$(cpu); a=$(python3 -c 'import time; print(time.monotonic())')
 n=$(find $M | wc -l)
 b=$(python3 -c 'import time; print(time.monotonic())'); c1=$(cpu)
 echo "warm find $(echo "$b-$a"|bc) s entries $n daemon-cpu $(echo "$c1-$c0"|bc)"
+if [ -n "${GREP_DIR-projects/app/src}" ]; then
+  a=$(python3 -c 'import time; print(time.monotonic())')
+  n=$(grep -r abc $M/${GREP_DIR:-projects/app/src} | wc -l)
+  b=$(python3 -c 'import time; print(time.monotonic())')
+  echo "grep -r ${GREP_DIR:-projects/app/src} $(echo "$b-$a"|bc) s lines $n"
+fi
 grep -E "VmHWM|VmRSS" /proc/$pid/status | tr '\n' ' '; echo
 echo "cache-dir $(du -sh $WORK/cache-$N | cut -f1) files $(find $WORK/cache-$N -type f | wc -l)"
 [ -n "${NOSLEEP:-}" ] && exit 0
 [ -z "${KEEPHINTS:-}" ] && trap "node dist/bench/lib/tools/forget-hints.js file://$STORE $HOME_REF" EXIT
 s0=$(date +%s.%N)
+( hwm=; while h=$(grep VmHWM /proc/$pid/status 2>/dev/null); do hwm=$h; sleep 0.05; done; echo "through sleep: $hwm" ) &
 bin/homefs sleep $M > $WORK/sleep-$N.out 2>&1 || { echo sleep failed; cat $WORK/sleep-$N.out; fusermount3 -u $M; }
 echo "sleep $(echo "$(date +%s.%N)-$s0"|bc) s"
+wait

@@ -193,7 +193,7 @@ export const defaults = {
   /** The block cache (cache/blockcache.ts); each can be overridden by its options. */
   cache: {
     /** Cap of the in-memory LRU in bytes (0 disables it). */
-    memoryBytes: 256 * 1024 * 1024,
+    memoryBytes: 64 * 1024 * 1024,
     /** Store GETs in flight at most (foreground reads and prefetch together). */
     fetchParallelism: 96,
     /** Of those, prefetch (namespace walk, readahead, neighbours) uses at most this many: issue 11 wants >= 64. */

@@ -37,7 +37,7 @@ test('--metrics-addr: [HOST:]PORT, loopback unless a host is given; bad values a
 
 test('endpoint: /metrics in the Prometheus format, /healthz 200 or 503 with the state, nothing else', async () => {
   const m = new HomeMetrics({ org: 'acme', home: 'a' });
-  m.ops.inc({ op: 'read' });
+  m.ops.inc('read');
   let health: Health = { ok: false, state: 'waking' };
   const { server, url } = await serveEndpoint({ host: '127.0.0.1', port: 0 }, { metrics: () => m.render(), contentType: m.contentType, health: () => health });
   try {
@@ -154,4 +154,9 @@ test('log reopen: a failed reopen on SIGHUP is logged and the old log kept', () 
   assert.deepEqual(calls, ['/nonexistent/daemon.log'], 'one reopen, none after stop()');
   assert.equal(lines.length, 1);
   assert.match(lines[0] ?? '', /"err":"ENOENT".*cannot reopen the log file; still writing to the old one/);
+});
+
+test('homefs_sys.mmapThreshold: glibc takes a fixed threshold; a byte count that is not a number is a TypeError', () => {
+  assert.equal(sys().mmapThreshold(128 * 1024), 0);
+  assert.throws(() => sys().mmapThreshold('x' as unknown as number), TypeError);
 });

@@ -51,19 +51,23 @@ async function loadAll(v: HomeView): Promise<{ a: number; b: number }> {
   return { a, b };
 }
 
-test('held loads come out parents first; a record needs the loads that made it, a dirent also its own', () => {
-  const l = new MemoryLoads();
-  l.record(1, () => { l.touched(1); l.touched(10); l.touched(11); });
-  l.record(10, () => { l.touched(10); l.touched(100); });
-  l.record(11, () => { l.touched(11); });
+test('held loads come out parents first; a record needs the loads of the directories it is in, a dirent also its own', () => {
+  // 1 (root) holds 10 and 11; 10 holds 100; 100 is also linked from 11.
+  const parents = new Map<number, number[]>([[1, []], [10, [1]], [11, [1]], [100, [10]]]);
+  const l = new MemoryLoads((ino) => parents.get(ino) ?? []);
+  for (const dir of [1, 10, 11]) l.record(dir, () => undefined);
   assert.deepEqual(l.takeFor(10, false).map((x) => x.dir), [1], 'the record of 10 stands on the root load only');
   assert.ok(l.holds(10) && l.holds(11) && !l.holds(1));
   assert.deepEqual(l.takeFor(100, false).map((x) => x.dir), [10]);
   assert.deepEqual(l.takeFor(11, true).map((x) => x.dir), [11]);
   assert.equal(l.size, 0);
-  l.record(1, () => l.touched(10));
-  l.record(10, () => l.touched(100));
-  assert.deepEqual(l.takeFor(100, false).map((x) => x.dir), [1, 10], 'the chain above, top first');
+  for (const dir of [1, 10, 11]) l.record(dir, () => undefined);
+  parents.set(100, [10, 11]);
+  assert.deepEqual(l.takeFor(100, false).map((x) => x.dir), [1, 10, 11], 'the chains above every name, top first');
+  l.record(10, () => l.linked(7, 100));
+  assert.equal(l.linkIno(7), 100);
+  l.takeFor(10, true);
+  assert.equal(l.linkIno(7), undefined, 'a taken load no longer answers for its links');
 });
 
 test('loading writes nothing; closing drops the loads and the directories read as unloaded again', async () => {

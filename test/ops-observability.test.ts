@@ -14,15 +14,15 @@ import { progressBar, renderBar } from '../src/util/progress.js';
 
 test('metrics: a registry per home, labelled with org and home, in the Prometheus text format', async () => {
   const m = new HomeMetrics({ org: 'acme', home: 'a' });
-  m.ops.inc({ op: 'read' });
-  m.ops.inc({ op: 'read' }, 2);
-  m.ops.inc({ op: 'lookup' });
+  m.ops.inc('read');
+  m.ops.inc('read', 2);
+  m.ops.inc('lookup');
   m.cacheBytes.set(1024);
   m.sealSeconds.observe({ reason: 'fsync' }, 0.05);
   m.sealSeconds.observe({ reason: 'fsync' }, 3);
   m.errors.inc({ kind: 'a "quoted"\nvalue' });
-  const stop = m.opSeconds.startTimer({ op: 'read' });
-  assert.ok(stop() >= 0);
+  m.ops.observe('read', 0.25);
+  m.ops.observe('read', 0.5);
   const text = await m.render();
   for (const name of ['homefs_fuse_ops_total', 'homefs_fuse_op_seconds', 'homefs_store_fetched_bytes_total', 'homefs_store_uploaded_bytes_total',
     'homefs_store_request_seconds', 'homefs_store_retries_total', 'homefs_cache_hits_total', 'homefs_cache_misses_total',
@@ -36,7 +36,12 @@ test('metrics: a registry per home, labelled with org and home, in the Prometheu
   assert.match(text, /^homefs_seal_seconds_bucket\{le="\+Inf",org="acme",home="a",reason="fsync"\} 2$/m);
   assert.match(text, /^homefs_seal_seconds_sum\{org="acme",home="a",reason="fsync"\} 3.05$/m);
   assert.match(text, /^homefs_errors_total\{kind="a \\"quoted\\"\\nvalue",org="acme",home="a"\} 1$/m);
-  assert.match(text, /^homefs_fuse_op_seconds_count\{org="acme",home="a",op="read"\} 1$/m);
+  assert.match(text, /^homefs_fuse_op_seconds_bucket\{le="0.1",op="read",org="acme",home="a"\} 0$/m);
+  assert.match(text, /^homefs_fuse_op_seconds_bucket\{le="0.25",op="read",org="acme",home="a"\} 1$/m);
+  assert.match(text, /^homefs_fuse_op_seconds_bucket\{le="0.5",op="read",org="acme",home="a"\} 2$/m);
+  assert.match(text, /^homefs_fuse_op_seconds_bucket\{le="\+Inf",op="read",org="acme",home="a"\} 2$/m);
+  assert.match(text, /^homefs_fuse_op_seconds_sum\{op="read",org="acme",home="a"\} 0.75$/m);
+  assert.match(text, /^homefs_fuse_op_seconds_count\{op="read",org="acme",home="a"\} 2$/m);
   assert.doesNotMatch(text, /^process_/m, 'process metrics only when asked for');
   const other = new HomeMetrics({ org: 'acme', home: 'b' });
   assert.doesNotMatch(await other.render(), /op="read"/, 'two homes never share a registry');

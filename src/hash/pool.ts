@@ -37,10 +37,16 @@ export class HashPool {
   private nextId = 1;
   private closed = false;
 
+  private readonly threads: number;
+
+  /** Workers start with the first buffer large enough to need one (a worker costs about 17 MB of RSS). */
   constructor(opts: HashPoolOptions = {}) {
-    const n = opts.threads ?? Math.min(4, Math.max(1, availableParallelism() - 1));
+    this.threads = opts.threads ?? Math.min(4, Math.max(1, availableParallelism() - 1));
     this.inlineBelow = opts.inlineBelow ?? 256 * 1024;
-    for (let i = 0; i < n; i++) {
+  }
+
+  private start(): void {
+    for (let i = 0; i < this.threads; i++) {
       const w = new Worker(new URL('./pool-worker.js', import.meta.url));
       w.unref();
       w.on('message', (m: { id: number; hash: string; buf?: ArrayBuffer }) => {
@@ -70,7 +76,8 @@ export class HashPool {
   /** The BLAKE3 hash of `data`, and the bytes again (use these: `data` may be detached meanwhile). */
   hash(data: Buffer): Promise<{ hash: string; data: Buffer }> {
     if (this.closed) return Promise.reject(new Error('HashPool is closed'));
-    if (data.length < this.inlineBelow || this.workers.length === 0) return Promise.resolve({ hash: hashBuffer(data), data });
+    if (data.length < this.inlineBelow || this.threads === 0) return Promise.resolve({ hash: hashBuffer(data), data });
+    if (this.workers.length === 0) this.start();
     let i = 0;
     for (let k = 1; k < this.busy.length; k++) if ((this.busy[k] ?? 0) < (this.busy[i] ?? 0)) i = k;
     const id = this.nextId++;

@@ -386,9 +386,9 @@ export class MountedHome {
       activity: (op) => {
         this.touch();
         this.foreground.request();
-        this.hooks.metrics.ops.inc({ op });
+        this.hooks.metrics.ops.inc(op);
       },
-      observe: (op, ms) => this.hooks.metrics.opSeconds.observe({ op }, ms / 1000),
+      observe: (op, ms) => this.hooks.metrics.ops.observe(op, ms / 1000),
       failed: (kind) => this.hooks.metrics.errors.inc({ kind }),
       fsync: (ino) => this.fsync(ino),
       statfs: () => this.capacity.statfs(),

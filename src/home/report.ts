@@ -65,7 +65,14 @@ export function homeStatus(h: StatusInput): Record<string, unknown> {
     bytesFetched: c.bytesFetched + (h.hotset.warm?.bytesFetched ?? 0) + (h.nspack?.bytesFetched ?? 0) + (h.pushpack?.bytesFetched ?? 0),
     bytesTouched: h.hotset.touchedBytes, hotset: h.hotset, nspack: h.nspack, pushpack: h.pushpack, preseal: h.preseal, protection: h.protection,
     fsync: h.cfg.fsync, readOnly: h.cfg.readOnly, metricsUrl: h.metricsUrl ?? null,
+    memory: memoryReport(h.journal),
   };
+}
+
+/** The daemon's memory (bytes) and what holds most of it: the inode records and directory entries kept in memory. */
+function memoryReport(journal: Journal): Record<string, number> {
+  const m = process.memoryUsage();
+  return { rss: m.rss, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers, ...journal.memoryCounts() };
 }
 
 /** statfs answers from memory: the host filesystem's figures refreshed every 10 s, or the quota. */

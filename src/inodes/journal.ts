@@ -133,7 +133,13 @@ export class Journal {
   private commits = 0;
   private readonly commitListeners: Array<(err: unknown) => void> = [];
   private readonly xattrListeners: Array<(ino: number) => void> = [];
-  private readonly loads = new MemoryLoads();
+  private readonly loads = new MemoryLoads((ino) => this.inodes.get(ino)?.parents ?? []);
+  /**
+   * The journal was empty when opened, so every record and dirent LMDB holds is also in memory (nothing is
+   * dropped from `inodes` or `dirs` but removed inodes): a miss in memory is a miss, with no LMDB read. A first
+   * load of a fresh home asks for thousands of numbers nobody holds (allocIno) and directories nobody listed.
+   */
+  private readonly allInMemory: boolean;
 
   constructor(readonly path: string, private readonly opts: JournalOptions = {}) {
     mkdirSync(path, { recursive: true, mode: 0o700 });
@@ -149,6 +155,7 @@ export class Journal {
     this.logSeq = this.replay(join(path, LOG_FILE));
     this.log = new RedoLog(join(path, LOG_FILE));
     this.nextIno = (this.metaDb.get('nextIno') as number | undefined) ?? ROOT_INO + 1;
+    this.allInMemory = isEmpty(this.inodesDb) && isEmpty(this.direntsDb);
     for (const { key, value } of this.changedDb.getRange({})) {
       this.changed.set(key, value);
       this.seq = Math.max(this.seq, value);
@@ -216,13 +223,23 @@ export class Journal {
     return this.loads.size;
   }
 
-  /** Queues a held load's writes: its records as they are now, its directory's dirents, its link ids. */
+  /** What the journal keeps in memory: inode records, directories' entry maps, held loads (status). */
+  memoryCounts(): { records: number; dirs: number; heldLoads: number } {
+    return { records: this.inodes.size, dirs: this.dirs.size, heldLoads: this.loads.size };
+  }
+
+  /**
+   * Queues a held load's writes: the records it wrote as they are now (its directory's and its entries'),
+   * its directory's dirents, its link ids.
+   */
   private flushLoad(load: HeldLoad): void {
-    for (const ino of load.inodes) {
+    const own = this.inodes.get(load.dir);
+    if (own) this.queue(INODES, load.dir, own);
+    for (const [name, ino] of this.dirs.get(load.dir) ?? []) {
       const rec = this.inodes.get(ino);
       if (rec) this.queue(INODES, ino, rec);
+      this.queue(DIRENTS, [load.dir, name], ino);
     }
-    for (const [name, ino] of this.dirs.get(load.dir) ?? []) this.queue(DIRENTS, [load.dir, name], ino);
     for (const [link, ino] of load.links) this.setLinkIno(link, ino);
   }
 
@@ -383,7 +400,7 @@ export class Journal {
   get(ino: number): Inode | undefined {
     let i = this.inodes.get(ino);
     if (i) return i;
-    if (this.goneInos.has(ino)) return undefined;
+    if (this.goneInos.has(ino) || this.allInMemory) return undefined;
     i = this.inodesDb.get(ino);
     if (i) {
       i = upgrade(i);
@@ -396,8 +413,7 @@ export class Journal {
     if (inode.xattrs !== undefined && inode.xattrs.length > 0) this.xattrsMayExist(inode.ino);
     this.inodes.set(inode.ino, inode);
     if (this.goneInos.delete(inode.ino)) this.reborn.add(inode.ino);
-    if (this.loads.recording) this.loads.touched(inode.ino);
-    else this.queue(INODES, inode.ino, inode);
+    if (!this.loads.recording) this.queue(INODES, inode.ino, inode);
   }
 
   /** Replaces fields of an inode and journals it; returns the new record. */
@@ -489,6 +505,10 @@ export class Journal {
     m = new Map();
     // A removed directory's entries may still be in LMDB, their removal only in the log.
     if (this.goneInos.has(parent)) return m;
+    if (this.allInMemory) {
+      this.dirs.set(parent, m);
+      return m;
+    }
     for (const { key, value } of this.direntsDb.getRange({ start: [parent, ''], end: [parent + 1, ''] })) {
       const k = key as [number, string];
       if (k[0] === parent) m.set(k[1], value);
@@ -665,6 +685,12 @@ export class Journal {
     this.log.close();
     await this.env.close();
   }
+}
+
+/** Whether an LMDB table holds no key. */
+function isEmpty(db: Database<unknown, Key>): boolean {
+  for (const _ of db.getKeys({ limit: 1 })) return false;
+  return true;
 }
 
 /** The key of a write in the queued and logged maps. */

@@ -22,18 +22,27 @@
 export interface HeldLoad {
   /** The directory loaded. */
   readonly dir: number;
-  /** Inodes whose records the load wrote or changed (its entries, a hard link's other inode, the directory). */
-  readonly inodes: Set<number>;
   /** Hard-link ids the load registered (link id → ino). */
   readonly links: Map<number, number>;
 }
 
+/**
+ * Which inodes a held load wrote is not recorded per inode (a full-size home holds 200,000 of them after a
+ * first `find`): it follows from the records themselves. While the load of directory D is held, nothing has
+ * changed D's entries (a change of one would have taken the load first), so the load wrote D's own record
+ * and the record of every entry D lists, and an inode's record was written or changed by exactly the held
+ * loads of the directories it is in (its `parents`: a hard link's other names included) and, for a
+ * directory, its own.
+ */
 export class MemoryLoads {
   private readonly held = new Map<number, HeldLoad>();
-  /** Inode → the loads that wrote or changed its record. */
-  private readonly touchedBy = new Map<number, Set<number>>();
+  /** Link id → ino, for every link a held load registered. */
+  private readonly heldLinks = new Map<number, number>();
   /** The load being recorded (inside `Journal.inMemoryLoad`). */
   private current: HeldLoad | undefined;
+
+  /** `parentsOf`: the directories an inode's in-memory record lists (none when it has no record). */
+  constructor(private readonly parentsOf: (ino: number) => readonly number[]) {}
 
   /** Whether a load is being recorded: the journal's writes go to it instead of the queue. */
   get recording(): boolean {
@@ -43,7 +52,7 @@ export class MemoryLoads {
   /** Runs fn while recording the load of `dir`; loads do not nest. */
   record<T>(dir: number, fn: () => T): T {
     if (this.current) throw new Error('directory loads do not nest');
-    const load = this.held.get(dir) ?? { dir, inodes: new Set<number>(), links: new Map<number, number>() };
+    const load = this.held.get(dir) ?? { dir, links: new Map<number, number>() };
     this.held.set(dir, load);
     this.current = load;
     try {
@@ -53,28 +62,16 @@ export class MemoryLoads {
     }
   }
 
-  /** While recording: the load wrote or changed inode `ino`'s record. */
-  touched(ino: number): void {
-    const load = this.current;
-    if (!load) return;
-    load.inodes.add(ino);
-    let by = this.touchedBy.get(ino);
-    if (!by) this.touchedBy.set(ino, (by = new Set()));
-    by.add(load.dir);
-  }
-
   /** While recording: the load registered hard-link id `link` for `ino`. */
   linked(link: number, ino: number): void {
-    this.current?.links.set(link, ino);
+    if (!this.current) return;
+    this.current.links.set(link, ino);
+    this.heldLinks.set(link, ino);
   }
 
   /** The inode a held load registered for hard-link id `link`. */
   linkIno(link: number): number | undefined {
-    for (const load of this.held.values()) {
-      const ino = load.links.get(link);
-      if (ino !== undefined) return ino;
-    }
-    return undefined;
+    return this.heldLinks.get(link);
   }
 
   /** How many directory loads are held (for tests and metrics). */
@@ -90,26 +87,22 @@ export class MemoryLoads {
   /**
    * The held loads a write about `ino` stands on, in the order they must be written (every load above
    * one before it), and removes them from what is held, so the caller writes each exactly once. A write
-   * of its record or change mark stands on the loads that created or changed the record; a write of one
-   * of its dirents (`own`) also on the directory's own load.
+   * of its record or change mark stands on the loads of the directories it is in; a write of one of its
+   * dirents (`own`) also on the directory's own load.
    */
   takeFor(ino: number, own: boolean): HeldLoad[] {
     if (this.held.size === 0) return [];
     const out: HeldLoad[] = [];
     const above = (i: number): void => {
-      for (const dir of [...(this.touchedBy.get(i) ?? [])]) if (dir !== i) take(dir);
+      for (const dir of this.parentsOf(i)) if (dir !== i) take(dir);
     };
     const take = (dir: number): void => {
       const load = this.held.get(dir);
       if (!load) return;
       this.held.delete(dir);
+      for (const link of load.links.keys()) this.heldLinks.delete(link);
       above(dir); // the directory's own record came from the loads above it
       out.push(load);
-      for (const i of load.inodes) {
-        const by = this.touchedBy.get(i);
-        by?.delete(dir);
-        if (by?.size === 0) this.touchedBy.delete(i);
-      }
     };
     above(ino);
     if (own) take(ino);

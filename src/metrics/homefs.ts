@@ -11,6 +11,7 @@ import { createRequire } from 'node:module';
 import type * as Prom from 'prom-client';
 import type { StoreMeters } from '../store/metered.js';
 import type { ProtectionReport } from '../home/protect.js';
+import { OpMeter } from './opmeter.js';
 
 // prom-client's parts, each from its own file: its index also loads the Pushgateway (node:https, so TLS) and
 // the cluster aggregator, about 100 ms of a mount's start for nothing used here (docs/decisions.md, "wake:
@@ -40,9 +41,8 @@ export type ProtectionMetrics = Pick<ProtectionReport, 'backlogFiles' | 'backlog
 
 export class HomeMetrics {
   readonly registry = new Registry();
-  /** FUSE operations by `op` (lookup, read, write, ...). */
-  readonly ops: Counter<'op'>;
-  readonly opSeconds: Histogram<'op'>;
+  /** FUSE operations by `op` (lookup, read, write, ...) and their latency: plain counts until a scrape (opmeter.ts). */
+  readonly ops = new OpMeter(LATENCY_BUCKETS);
   readonly bytesFetched: Counter<'kind'>;
   readonly bytesUploaded: Counter<'kind'>;
   readonly storeSeconds: Histogram<'op'>;
@@ -64,8 +64,7 @@ export class HomeMetrics {
   constructor(opts: HomeMetricsOptions = {}) {
     const registers = [this.registry];
     if (opts.org !== undefined && opts.home !== undefined) this.registry.setDefaultLabels({ org: opts.org, home: opts.home });
-    this.ops = new Counter({ name: 'homefs_fuse_ops_total', help: 'FUSE operations served, by op', labelNames: ['op'], registers });
-    this.opSeconds = new Histogram({ name: 'homefs_fuse_op_seconds', help: 'FUSE operation latency in seconds, by op', labelNames: ['op'], buckets: LATENCY_BUCKETS, registers });
+    this.ops.register(this.registry, { name: 'homefs_fuse_ops_total', help: 'FUSE operations served, by op' }, { name: 'homefs_fuse_op_seconds', help: 'FUSE operation latency in seconds, by op' });
     this.bytesFetched = new Counter({ name: 'homefs_store_fetched_bytes_total', help: 'bytes fetched from the store, by kind (block, meta, other)', labelNames: ['kind'], registers });
     this.bytesUploaded = new Counter({ name: 'homefs_store_uploaded_bytes_total', help: 'bytes uploaded to the store, by kind (block, meta, other)', labelNames: ['kind'], registers });
     this.storeSeconds = new Histogram({ name: 'homefs_store_request_seconds', help: 'store request latency in seconds (retries included), by op', labelNames: ['op'], buckets: LATENCY_BUCKETS, registers });

@@ -123,12 +123,36 @@ export interface PushResult {
   seconds: number;
 }
 
+/**
+ * What push keeps of an entry's lstat: a BigIntStats holds 18 BigInts (about 600 bytes), and push holds one
+ * per entry of the home from the scan to the trees. Times, device and inode number stay exact (BigInt).
+ */
+interface PushStat {
+  dev: bigint;
+  ino: bigint;
+  mode: number;
+  uid: number;
+  gid: number;
+  rdev: number;
+  nlink: number;
+  size: number;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+}
+
+function pushStat(st: BigIntStats): PushStat {
+  return {
+    dev: st.dev, ino: st.ino, mode: Number(st.mode), uid: Number(st.uid), gid: Number(st.gid), rdev: Number(st.rdev),
+    nlink: Number(st.nlink), size: Number(st.size), mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs,
+  };
+}
+
 interface Node {
   name: string;
   rel: string;
   abs: string;
   kind: EntryKind;
-  st: BigIntStats;
+  st: PushStat;
   depth: number;
   children?: Node[];
   target?: string;
@@ -220,7 +244,7 @@ class Pusher {
     if (this.parentRoot === null || this.opts.rehash) return false;
     const slash = node.rel.lastIndexOf('/');
     const pe = (await this.parentDir(slash >= 0 ? node.rel.slice(0, slash) : ''))?.get(node.name);
-    if (!pe || pe.kind !== 'file' || BigInt(pe.size) !== node.st.size || pe.mtimeNs !== node.st.mtimeNs || pe.ctimeNs !== node.st.ctimeNs) return false;
+    if (!pe || pe.kind !== 'file' || pe.size !== node.st.size || pe.mtimeNs !== node.st.mtimeNs || pe.ctimeNs !== node.st.ctimeNs) return false;
     node.size = pe.size;
     node.blocks = pe.blocks ?? [];
     this.reused++;
@@ -281,7 +305,7 @@ class Pusher {
           this.excluded++;
           return;
         }
-        const node: Node = { name, rel, abs, kind, st, depth: dir.depth + 1, size: 0 };
+        const node: Node = { name, rel, abs, kind, st: pushStat(st), depth: dir.depth + 1, size: 0 };
         if (kind === 'symlink') {
           try {
             node.target = await this.limited(() => readlink(abs));
@@ -320,6 +344,8 @@ class Pusher {
         this.progress.bytesUploaded += data.length;
       })();
       this.uploads.set(hash, p);
+      // Once stored, one shared settled promise stands for it (a push sees about one block per file).
+      void p.then(() => this.uploads.set(hash, STORED), () => undefined);
     }
     await p;
   }
@@ -329,14 +355,14 @@ class Pusher {
    * of it in memory). Returns false if the file changed while it was read (size, mtime or ctime moved).
    */
   private async readFile(node: Node): Promise<boolean> {
-    if (node.st.size <= BigInt(defaults.push.syncReadMax)) {
+    if (node.st.size <= defaults.push.syncReadMax) {
       const small = readSmall(node);
       if (small === false) return false;
       if (small !== null) {
         const hash = hashBuffer(small.data);
         this.progress.bytesHashed += small.data.length;
         if (small.data.length > 0) await this.ensureBlock(hash, small.data);
-        node.st = small.st;
+        node.st = pushStat(small.st);
         node.size = small.data.length;
         node.blocks = small.data.length > 0 ? [hash] : [];
         if (small.data.length > 0 && small.data.length <= this.packMax) node.pack = [{ hash, data: small.data }];
@@ -371,7 +397,7 @@ class Pusher {
       }
       const after = await fh.stat({ bigint: true });
       if (after.size !== before.size || after.mtimeNs !== before.mtimeNs || after.ctimeNs !== before.ctimeNs) return false;
-      node.st = after;
+      node.st = pushStat(after);
       node.size = size;
       node.blocks = blocks;
       if (pack.length > 0) node.pack = pack;
@@ -424,7 +450,7 @@ class Pusher {
   }
 
   entry(n: Node): TreeEntry {
-    const attrs = { kind: n.kind, mode: Number(n.st.mode), uid: Number(n.st.uid), gid: Number(n.st.gid), size: n.size, mtimeNs: n.st.mtimeNs, ctimeNs: n.st.ctimeNs, xattrs: n.xattrs, target: n.target, rdev: Number(n.st.rdev) };
+    const attrs = { kind: n.kind, mode: n.st.mode, uid: n.st.uid, gid: n.st.gid, size: n.size, mtimeNs: n.st.mtimeNs, ctimeNs: n.st.ctimeNs, xattrs: n.xattrs, target: n.target, rdev: n.st.rdev };
     const ino = n.st.dev === this.rootDev ? pushedIno(n.st.ino) : undefined;
     if (n.kind === 'dir') return treeEntry(n.name, attrs, { tree: n.tree, nlink: 2 + (n.children ?? []).filter((c) => c.kind === 'dir' && !c.vanished).length, ino });
     return treeEntry(n.name, attrs, { blocks: n.blocks, link: n.link, nlink: n.link !== undefined ? n.linkCount : undefined, ino });
@@ -521,6 +547,9 @@ function readRange(abs: string, offset: number, length: number): Buffer | null {
   }
 }
 
+/** What `Pusher.uploads` holds for a block already stored. */
+const STORED: Promise<void> = Promise.resolve();
+
 /** Blocks at least this large wait for one of `defaults.push.bigBlocks` before they are read. */
 const BIG_BLOCK = 1024 * 1024;
 
@@ -543,7 +572,7 @@ export async function pushDirectory(dir: string, store: Store, org: string, home
   const since = await fence.observe(); // before any dedupe check (gcfence.ts)
 
   const parentRoot = head && !opts.rehash ? (await objects.getSnapshot(head.snapshot)).root : null;
-  const root: Node = { name: '', rel: '', abs, kind: 'dir', st: rootSt, depth: 0, size: 0 };
+  const root: Node = { name: '', rel: '', abs, kind: 'dir', st: pushStat(rootSt), depth: 0, size: 0 };
   const pool = new HashPool();
   try {
     const p = new Pusher(objects, opts, parentRoot, pool, rootSt.dev);
@@ -588,7 +617,7 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
   // Hard links: entries of one inode (seen at least twice in this tree) share a link id, in walk order.
   const inodeKey = (n: Node): string => `${n.st.dev}:${n.st.ino}`;
   const seen = new Map<string, number>();
-  for (const n of nodes) if (n.kind !== 'dir' && n.st.nlink > 1n) seen.set(inodeKey(n), (seen.get(inodeKey(n)) ?? 0) + 1);
+  for (const n of nodes) if (n.kind !== 'dir' && n.st.nlink > 1) seen.set(inodeKey(n), (seen.get(inodeKey(n)) ?? 0) + 1);
   const linkIds = new Map<string, number>();
   for (const n of nodes) {
     const k = inodeKey(n);
@@ -622,9 +651,9 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
 /** The content pass, the trees, the commit and the hints (pushWith's second half). */
 async function pushContent({ p, root, store, objects, org, home, head, opts, t0, fence, since }: PushContext, nodes: Node[], groups: Node[][], pack: PushPackWriter | null): Promise<PushResult> {
   const rootSt = root.st;
-  p.startPhase('content', { files: groups.length, bytes: groups.reduce((s, g) => s + Number((g[0] as Node).st.size), 0) });
+  p.startPhase('content', { files: groups.length, bytes: groups.reduce((s, g) => s + (g[0] as Node).st.size, 0) });
   // A file with no block the pack takes (by its size at the scan) is handed over now: the pack never waits for it.
-  const packs = (g: Node[]): boolean => pack !== null && packsBlocksOf(Number((g[0] as Node).st.size), p.packMax);
+  const packs = (g: Node[]): boolean => pack !== null && packsBlocksOf((g[0] as Node).st.size, p.packMax);
   if (pack) groups.forEach((g, slot) => void (packs(g) ? undefined : pack.offer(slot, [])));
   await mapLimit(groups, opts.parallelism ?? defaults.push.parallelism, async (group, slot) => {
     // A file deleted since the scan (a live home) is left out; a hard link's other names may remain.
@@ -691,7 +720,7 @@ async function pushContent({ p, root, store, objects, org, home, head, opts, t0,
     root: root.tree as string,
     parent: head?.snapshot ?? null,
     stats,
-    rootAttrs: { mode: Number(rootSt.mode & 0o7777n), uid: Number(rootSt.uid), gid: Number(rootSt.gid), mtimeNs: rootSt.mtimeNs },
+    rootAttrs: { mode: rootSt.mode & 0o7777, uid: rootSt.uid, gid: rootSt.gid, mtimeNs: rootSt.mtimeNs },
     reason: opts.reason ?? 'push',
     ...(opts.host !== undefined ? { host: opts.host } : {}),
   }, { fence: { gc: fence, since, reverify: reverifyReused(objects, gone) } });
