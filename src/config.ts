@@ -192,7 +192,7 @@ export const defaults = {
   maxTransferParallelism: 1024,
   /** The block cache (cache/blockcache.ts); each can be overridden by its options. */
   cache: {
-    /** Cap of the in-memory LRU in bytes (0 disables it). */
+    /** Cap of each of the two in-memory LRUs (trees and snapshots; blocks: cache/memorytiers.ts) in bytes (0 disables them). */
     memoryBytes: 64 * 1024 * 1024,
     /** Store GETs in flight at most (foreground reads and prefetch together). */
     fetchParallelism: 96,

@@ -165,3 +165,20 @@ test('putInMemory: served from memory with no disk file; written to disk when th
     await c.close();
   });
 });
+
+test('blocks read past the memory budget never push trees out of memory: each has a budget of its own', async () => {
+  await withTempDir(async (dir) => {
+    const store = new CountingStore();
+    const tree = await addMeta(store, 3_000);
+    const c = await open(join(dir, ORG), store, 4_000);
+    assert.deepEqual(await c.get('meta', tree.hash), tree.data);
+    for (let i = 0; i < 4; i++) {
+      const b = await addBlock(store, 3_000 + i);
+      await c.get('block', b.hash); // each evicts the block before it from memory
+    }
+    const before = c.stats().memoryHits;
+    assert.deepEqual(await c.get('meta', tree.hash), tree.data);
+    assert.equal(c.stats().memoryHits, before + 1, 'the tree is still in memory');
+    await c.close();
+  });
+});

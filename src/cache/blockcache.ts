@@ -26,7 +26,7 @@
  * Buffers returned by `get()` and `read()` may be views of cached memory: callers must not modify them.
  */
 import type { Logger } from 'pino';
-import { LRUCache } from 'lru-cache';
+import { MemoryTiers } from './memorytiers.js';
 import { defaults } from '../config.js';
 import { hashBuffer } from '../hash/blake3.js';
 import { assertHash, blockKey, metaKey } from '../store/keys.js';
@@ -102,7 +102,7 @@ export class BlockCache {
   private readonly files: DiskFiles;
   private readonly index = new DiskIndex();
   private readonly fds: FdCache;
-  private readonly memory: LRUCache<string, Buffer> | undefined;
+  private readonly memory: MemoryTiers | undefined;
   /** Objects whose disk write is in progress: still readable while neither memory nor disk has them. */
   private readonly writing = new Map<string, { data: Buffer; done: Promise<void> }>();
   /** Objects put with `putInMemory` and not written to disk yet: written when the memory LRU evicts them. */
@@ -132,13 +132,7 @@ export class BlockCache {
     this.files = new DiskFiles(opts.dir);
     this.fds = new FdCache(Math.max(1, opts.openFiles ?? defaults.cache.openFiles));
     const memoryBytes = opts.memoryBytes ?? defaults.cache.memoryBytes;
-    this.memory = memoryBytes > 0
-      ? new LRUCache<string, Buffer>({
-        maxSize: memoryBytes,
-        sizeCalculation: (b) => Math.max(1, b.length),
-        dispose: (data, k, reason) => this.leftMemory(k, data, reason),
-      })
-      : undefined;
+    this.memory = memoryBytes > 0 ? new MemoryTiers(memoryBytes, (data, k, reason) => this.leftMemory(k, data, reason)) : undefined;
     const parallelism = Math.max(1, opts.fetchParallelism ?? defaults.cache.fetchParallelism);
     const background = Math.min(parallelism, Math.max(1, opts.prefetchParallelism ?? defaults.cache.prefetchParallelism));
     this.queue = new PrefetchQueue({
