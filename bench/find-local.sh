@@ -21,7 +21,7 @@ N=$1
 M=$WORK/mnt; mkdir -p $M
 sync; echo 3 > /proc/sys/vm/drop_caches
 t0=$(date +%s.%N)
-bin/homefs mount $HOME_REF $M --store file://$STORE --state-dir $WORK/state-$N --cache-dir $WORK/cache-$N >$WORK/mount-$N.out 2>&1 || { echo mount failed; cat $WORK/mount-$N.out; exit 1; }
+${PROFILE:+env NODE_OPTIONS=--cpu-prof\ --cpu-prof-dir=$PROFILE} bin/homefs mount $HOME_REF $M --store file://$STORE --state-dir $WORK/state-$N --cache-dir $WORK/cache-$N >$WORK/mount-$N.out 2>&1 || { echo mount failed; cat $WORK/mount-$N.out; exit 1; }
 t1=$(date +%s.%N)
 pid=$(bin/homefs status $M --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("pid"))')
 echo "mount $(echo "$t1-$t0"|bc) s pid $pid"
@@ -31,6 +31,7 @@ c0=$(cpu); a=$(python3 -c 'import time; print(time.monotonic())')
 n=$(find $M | wc -l)
 b=$(python3 -c 'import time; print(time.monotonic())'); c1=$(cpu)
 echo "cold find $(echo "$b-$a"|bc) s entries $n daemon-cpu $(echo "$c1-$c0"|bc) from $a to $b"
+cold_from=$a; cold_to=$b
 c0=$(cpu); a=$(python3 -c 'import time; print(time.monotonic())')
 n=$(find $M | wc -l)
 b=$(python3 -c 'import time; print(time.monotonic())'); c1=$(cpu)
@@ -50,3 +51,7 @@ s0=$(date +%s.%N)
 bin/homefs sleep $M > $WORK/sleep-$N.out 2>&1 || { echo sleep failed; cat $WORK/sleep-$N.out; fusermount3 -u $M; }
 echo "sleep $(echo "$(date +%s.%N)-$s0"|bc) s"
 wait
+if [ -n "${PROFILE:-}" ]; then
+  while [ -e /proc/$pid ]; do sleep 0.2; done
+  node dist/bench/lib/tools/cpuwindow.js "$(ls -t $PROFILE/*.cpuprofile | head -1)" $cold_from $cold_to 30
+fi

@@ -155,8 +155,3 @@ test('log reopen: a failed reopen on SIGHUP is logged and the old log kept', () 
   assert.equal(lines.length, 1);
   assert.match(lines[0] ?? '', /"err":"ENOENT".*cannot reopen the log file; still writing to the old one/);
 });
-
-test('homefs_sys.mmapThreshold: glibc takes a fixed threshold; a byte count that is not a number is a TypeError', () => {
-  assert.equal(sys().mmapThreshold(128 * 1024), 0);
-  assert.throws(() => sys().mmapThreshold('x' as unknown as number), TypeError);
-});

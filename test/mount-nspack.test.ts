@@ -49,6 +49,10 @@ async function freshList(extra = ''): Promise<Record<string, number | boolean>> 
   try {
     const rep = await packLoaded(mnt);
     assert.equal(await shOk(`cd ${mnt} && ${LIST}`), expected, 'the mount lists the pushed home');
+    const entries = (await shOk(`cd ${mnt} && find . | wc -l`)).trim();
+    const memory = (await h.status(mnt)).memory as Record<string, number>;
+    assert.equal(memory.records, Number(entries), 'status counts one record per entry the listing loaded, the root included');
+    assert.ok((memory.rss ?? 0) > (memory.heapUsed ?? 0) && (memory.heapUsed ?? 0) > 0, 'and the daemon\'s memory');
     if (extra) await shOk(`cd ${mnt} && ${extra}`);
     return rep;
   } finally {

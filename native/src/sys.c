@@ -7,17 +7,11 @@
  *                                module has stream sockets only.
  *   redirectStdio(path)          opens path for appending (creating it 0600) and points fds 1 and 2 at
  *                                it: how a daemon reopens its log after logrotate moved it (SIGHUP).
- *   mmapThreshold(bytes)         glibc's mallopt(M_MMAP_THRESHOLD): allocations of at least `bytes` are
- *                                mapped on their own and unmapped when freed. Setting it also turns off
- *                                glibc's sliding threshold, which otherwise rises to 32 MiB after the
- *                                first large free, so that 4 MiB block buffers come from the heap arenas
- *                                and their freed pages stay resident. 0, or -EINVAL if glibc refused.
  */
 #define _GNU_SOURCE
 #include <node_api.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,25 +99,12 @@ static napi_value sys_redirect_stdio(napi_env env, napi_callback_info info) {
   return num(env, rc);
 }
 
-static napi_value sys_mmap_threshold(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  int32_t bytes = 0;
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 ||
-      napi_get_value_int32(env, argv[0], &bytes) != napi_ok) {
-    napi_throw_type_error(env, NULL, "expected a byte count");
-    return NULL;
-  }
-  return num(env, mallopt(M_MMAP_THRESHOLD, bytes) == 1 ? 0 : -EINVAL);
-}
-
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
     { "notify", NULL, sys_notify, NULL, NULL, NULL, napi_default, NULL },
     { "redirectStdio", NULL, sys_redirect_stdio, NULL, NULL, NULL, napi_default, NULL },
-    { "mmapThreshold", NULL, sys_mmap_threshold, NULL, NULL, NULL, napi_default, NULL },
   };
-  if (napi_define_properties(env, exports, 3, props) != napi_ok) return NULL;
+  if (napi_define_properties(env, exports, 2, props) != napi_ok) return NULL;
   return exports;
 }
 

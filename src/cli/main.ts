@@ -6,7 +6,6 @@
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { registerCommands } from './commands.js';
-import { returnLargeFreesToOs } from '../daemon/sys.js';
 import { UserError, errorMessage } from '../util/errors.js';
 import { EXIT_CODE_HELP, ExitCode } from '../util/exit-codes.js';
 
@@ -47,7 +46,6 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-returnLargeFreesToOs();
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;

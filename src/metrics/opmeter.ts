@@ -1,7 +1,7 @@
 /**
  * Per-request FUSE counters and latency histogram, kept in plain arrays on the request path and turned
  * into Prometheus series only at scrape time. prom-client's labelled `inc` and `observe` hash their label
- * object on every call (about 0.3 and 0.75 µs here, `node dist/bench/metrics.js`), which a cold `find`
+ * object on every call (0.3–0.5 and 0.75–0.83 µs here, `node dist/bench/metrics.js`), which a cold `find`
  * over a full-size home paid hundreds of thousands of times on the daemon's only thread.
  *
  * `OpMeter` is registered on a home's prom-client registry as two metrics of its own: a counter
