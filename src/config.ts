@@ -140,10 +140,15 @@ export const defaults = {
   push: {
     /** Files hashed and uploaded at once; PushOptions.parallelism overrides. */
     parallelism: 64,
-    /** Of those, blocks of 1 MiB and more in memory at once (bounds push's memory to about 16 x 8 MiB + 64 MiB). */
-    bigBlocks: 16,
-    /** readdir/lstat/readlink calls in flight while scanning. */
-    scanConcurrency: 64,
+    /**
+     * Bytes of the blocks read block by block (files over syncReadMax) in memory at once, from the read to
+     * the upload: push's memory for content is this plus parallelism x syncReadMax for the small files.
+     */
+    blockBytes: 48 * 1024 * 1024,
+    /** Directories listed at once while scanning (each a readdir, then lstat of its entries). */
+    scanDirs: 8,
+    /** lstat/readlink calls in flight for one directory being listed (at most scanDirs x this in all). */
+    scanPerDir: 8,
     /** Trees of one depth written at once. */
     treeParallelism: 64,
     /** Reads of a file that keeps changing while it is hashed, before push gives up on it. */

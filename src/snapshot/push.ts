@@ -36,6 +36,7 @@ import { BLOCK_SIZE, blockRanges, hashBuffer, SINGLE_BLOCK_MAX } from '../hash/b
 import { HashPool } from '../hash/pool.js';
 import { overNetwork, type Store } from '../store/store.js';
 import { mapLimit, Semaphore } from '../util/concurrency.js';
+import { Slabs } from '../util/slabs.js';
 import { UserError } from '../util/errors.js';
 import { pushPackKey } from '../store/keys.js';
 import { PushPackWriter, type PackBlock, type PackWriterOptions, type PushPackResult } from './pushpack-writer.js';
@@ -150,7 +151,6 @@ function pushStat(st: BigIntStats): PushStat {
 interface Node {
   name: string;
   rel: string;
-  abs: string;
   kind: EntryKind;
   st: PushStat;
   depth: number;
@@ -192,9 +192,8 @@ function kindOf(st: BigIntStats): EntryKind | null {
 }
 
 class Pusher {
-  private readonly io = new Semaphore(defaults.push.scanConcurrency);
-  /** Bounds the large blocks held in memory while many files are pushed at once. */
-  private readonly bigBlocks = new Semaphore(defaults.push.bigBlocks);
+  /** The buffers files are read into, reused, within push's budget for blocks in memory (util/slabs.ts). */
+  private readonly slabs = new Slabs(defaults.push.blockBytes);
   private readonly excludes: Excludes;
   private readonly uploads = new Map<string, Promise<void>>();
   private readonly progress: PushProgress = { phase: 'scan', files: 0, filesTotal: 0, bytesHashed: 0, bytesTotal: 0, bytesUploaded: 0, blocksNew: 0 };
@@ -213,6 +212,8 @@ class Pusher {
     private readonly pool: HashPool,
     /** The pushed directory's device: only its entries' inode numbers are recorded (another file system's may repeat). */
     private readonly rootDev: bigint,
+    /** The pushed directory, absolute. */
+    private readonly rootAbs: string,
   ) {
     this.excludes = new Excludes(opts.excludes ?? []);
   }
@@ -251,81 +252,121 @@ class Pusher {
     return true;
   }
 
-  private async limited<T>(fn: () => Promise<T>): Promise<T> {
-    const release = await this.io.acquire();
-    try {
-      return await fn();
-    } finally {
-      release();
-    }
+  /** The absolute path of `node` (derived, not kept: push holds one node per entry of the home). */
+  abs(node: Node): string {
+    return node.rel === '' ? this.rootAbs : `${this.rootAbs}/${node.rel}`;
   }
 
-  async scan(dir: Node): Promise<void> {
+  /**
+   * Lists the whole tree under `root`: `scanDirs` directories at once, each with at most `scanPerDir`
+   * lstat/readlink calls in flight, taken depth first. What waits is a stack of directories, not a promise
+   * per entry, so the scan's memory is its tree and what is in flight.
+   */
+  async scan(root: Node): Promise<void> {
+    const stack: Node[] = [root];
+    let busy = 0;
+    let failure: { e: unknown } | null = null;
+    let idle: Array<() => void> = [];
+    const wakeAll = (): void => {
+      const waiting = idle;
+      idle = [];
+      for (const w of waiting) w();
+    };
+    const worker = async (): Promise<void> => {
+      for (;;) {
+        const dir = failure ? undefined : stack.pop();
+        if (!dir) {
+          if (busy === 0) return wakeAll();
+          await new Promise<void>((resolve) => idle.push(resolve));
+          continue;
+        }
+        busy++;
+        try {
+          await this.list(dir);
+          for (let i = (dir.children ?? []).length - 1; i >= 0; i--) {
+            const c = (dir.children as Node[])[i] as Node;
+            if (c.kind === 'dir') stack.push(c);
+          }
+        } catch (e) {
+          failure ??= { e };
+        } finally {
+          busy--;
+          wakeAll();
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: defaults.push.scanDirs }, worker));
+    if (failure) throw (failure as { e: unknown }).e;
+  }
+
+  /** Lists one directory into `dir.children` (sorted by name), with excludes applied and names validated. */
+  private async list(dir: Node): Promise<void> {
+    const dirAbs = this.abs(dir);
     let raw: Buffer[];
     try {
-      raw = await this.limited(() => readdir(dir.abs, { encoding: 'buffer' }));
+      raw = await readdir(dirAbs, { encoding: 'buffer' });
     } catch (e) {
       const reason = unreadableReason(e);
-      if (dir.depth === 0) throw reason ? new UserError(`cannot push ${dir.abs}: ${reason}`) : e;
+      if (dir.depth === 0) throw reason ? new UserError(`cannot push ${dirAbs}: ${reason}`) : e;
       dir.children = [];
       if (reason) this.skipUnreadable(dir, reason);
       else if ((e as NodeJS.ErrnoException).code === 'ENOENT') dir.vanished = true; // deleted since its parent was listed
       else throw e;
       return;
     }
-    const children: Node[] = [];
-    await Promise.all(
-      raw.map(async (b) => {
-        let name: string;
-        try {
-          name = utf8.decode(b);
-        } catch {
-          throw new UserError(`cannot push ${join(dir.abs, b.toString('latin1'))}: its name is not valid UTF-8`);
-        }
-        const rel = dir.rel ? `${dir.rel}/${name}` : name;
-        const problem = nameProblem(name);
-        if (problem) throw new UserError(`cannot push ${rel}: ${problem}`);
-        const abs = join(dir.abs, name);
-        let st: BigIntStats;
-        try {
-          st = await this.limited(() => lstat(abs, { bigint: true }));
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code === 'ENOENT') return; // deleted since the listing
-          const reason = unreadableReason(e);
-          if (!reason) throw e;
-          this.unreadable.push({ path: rel, reason, dir: false });
-          return;
-        }
-        const kind = kindOf(st);
-        if (kind === null) {
-          this.skipped++;
-          return;
-        }
-        if (this.excludes.excluded(rel, kind === 'dir')) {
-          this.excluded++;
-          return;
-        }
-        const node: Node = { name, rel, abs, kind, st: pushStat(st), depth: dir.depth + 1, size: 0 };
-        if (kind === 'symlink') {
-          try {
-            node.target = await this.limited(() => readlink(abs));
-          } catch (e) {
-            if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
-            const reason = unreadableReason(e);
-            if (!reason) throw e;
-            this.unreadable.push({ path: rel, reason, dir: false });
-            return;
-          }
-          node.size = Buffer.byteLength(node.target, 'utf8');
-        }
-        children.push(node);
-        this.progress.files++;
-      }),
-    );
-    this.emit();
+    const found = await mapLimit(raw, defaults.push.scanPerDir, (b) => this.child(dir, dirAbs, b));
+    const children = found.filter((n): n is Node => n !== null);
     children.sort((a, b) => compareNames(a.name, b.name));
     dir.children = children;
-    await Promise.all(children.filter((c) => c.kind === 'dir').map((c) => this.scan(c)));
+    this.progress.files += children.length;
+    this.emit();
+  }
+
+  /** The node of directory entry `b` of `dir`, or null when it is gone, unreadable, a socket or excluded. */
+  private async child(dir: Node, dirAbs: string, b: Buffer): Promise<Node | null> {
+    let name: string;
+    try {
+      name = utf8.decode(b);
+    } catch {
+      throw new UserError(`cannot push ${join(dirAbs, b.toString('latin1'))}: its name is not valid UTF-8`);
+    }
+    const rel = dir.rel ? `${dir.rel}/${name}` : name;
+    const problem = nameProblem(name);
+    if (problem) throw new UserError(`cannot push ${rel}: ${problem}`);
+    const abs = `${dirAbs}/${name}`;
+    let st: BigIntStats;
+    try {
+      st = await lstat(abs, { bigint: true });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null; // deleted since the listing
+      const reason = unreadableReason(e);
+      if (!reason) throw e;
+      this.unreadable.push({ path: rel, reason, dir: false });
+      return null;
+    }
+    const kind = kindOf(st);
+    if (kind === null) {
+      this.skipped++;
+      return null;
+    }
+    if (this.excludes.excluded(rel, kind === 'dir')) {
+      this.excluded++;
+      return null;
+    }
+    const node: Node = { name, rel, kind, st: pushStat(st), depth: dir.depth + 1, size: 0 };
+    if (kind === 'symlink') {
+      try {
+        node.target = await readlink(abs);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        const reason = unreadableReason(e);
+        if (!reason) throw e;
+        this.unreadable.push({ path: rel, reason, dir: false });
+        return null;
+      }
+      node.size = Buffer.byteLength(node.target, 'utf8');
+    }
+    return node;
   }
 
   private async ensureBlock(hash: string, data: Buffer): Promise<void> {
@@ -356,20 +397,25 @@ class Pusher {
    */
   private async readFile(node: Node): Promise<boolean> {
     if (node.st.size <= defaults.push.syncReadMax) {
-      const small = readSmall(node);
-      if (small === false) return false;
-      if (small !== null) {
-        const hash = hashBuffer(small.data);
-        this.progress.bytesHashed += small.data.length;
-        if (small.data.length > 0) await this.ensureBlock(hash, small.data);
-        node.st = pushStat(small.st);
-        node.size = small.data.length;
-        node.blocks = small.data.length > 0 ? [hash] : [];
-        if (small.data.length > 0 && small.data.length <= this.packMax) node.pack = [{ hash, data: small.data }];
-        return true;
+      const slab = await this.slabs.take(defaults.push.syncReadMax);
+      try {
+        const small = readSmall(node, this.abs(node), slab.buf);
+        if (small === false) return false;
+        if (small !== null) {
+          const hash = hashBuffer(small.data);
+          this.progress.bytesHashed += small.data.length;
+          if (small.data.length > 0) await this.ensureBlock(hash, small.data);
+          node.st = pushStat(small.st);
+          node.size = small.data.length;
+          node.blocks = small.data.length > 0 ? [hash] : [];
+          if (small.data.length > 0 && small.data.length <= this.packMax) node.pack = [{ hash, data: Buffer.from(small.data) }];
+          return true;
+        }
+      } finally {
+        slab.release();
       }
     }
-    const fh = await open(node.abs, READ_FLAGS);
+    const fh = await open(this.abs(node), READ_FLAGS);
     try {
       const before = await fh.stat({ bigint: true });
       if (!before.isFile()) throw new UserError(`cannot push ${node.rel}: it stopped being a regular file while pushing`);
@@ -377,9 +423,9 @@ class Pusher {
       const blocks: string[] = [];
       const pack: PackBlock[] = [];
       for (const [offset, length] of blockRanges(size)) {
-        const release = length >= BIG_BLOCK ? await this.bigBlocks.acquire() : () => undefined;
+        const slab = await this.slabs.take(length);
         try {
-          const buf = length >= 256 * 1024 ? Buffer.allocUnsafeSlow(length) : Buffer.allocUnsafe(length);
+          const buf = slab.buf;
           let got = 0;
           while (got < length) {
             const { bytesRead } = await fh.read(buf, got, length - got, offset + got);
@@ -390,9 +436,9 @@ class Pusher {
           this.progress.bytesHashed += data.length;
           await this.ensureBlock(hash, data);
           blocks.push(hash);
-          if (data.length <= this.packMax) pack.push({ hash, data });
+          if (data.length <= this.packMax) pack.push({ hash, data: Buffer.from(data) });
         } finally {
-          release();
+          slab.release();
         }
       }
       const after = await fh.stat({ bigint: true });
@@ -421,6 +467,11 @@ class Pusher {
     this.emit();
   }
 
+  /** The content phase is over: its reusable buffers are let go before the trees are encoded. */
+  contentDone(): void {
+    this.slabs.dropFree();
+  }
+
   /** One file of the content phase is done (hashed, reused, or left out). */
   fileDone(): void {
     this.progress.files++;
@@ -442,7 +493,7 @@ class Pusher {
   /** Hashes and uploads one file unless HEAD has it unchanged; re-reads it if it changed meanwhile. */
   async content(node: Node): Promise<void> {
     if (await this.reuse(node)) {
-      if (this.packMax > 0) node.pack = readPackBlocks(node, this.packMax);
+      if (this.packMax > 0) node.pack = readPackBlocks(node, this.abs(node), this.packMax);
       return;
     }
     for (let attempt = 0; attempt < defaults.push.readAttempts; attempt++) if (await this.readFile(node)) return;
@@ -479,15 +530,16 @@ const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBL
 /**
  * A small file read whole with synchronous calls (open, fstat, read, fstat, close: each a few µs, where the
  * promise API pays a thread-pool round trip for each). False if it changed while read; null if it has
- * grown past `syncReadMax` since the scan (the caller reads it block by block).
+ * grown past `syncReadMax` since the scan (the caller reads it block by block). The bytes are read into
+ * `into` (at least syncReadMax long): `data` is a view of it.
  */
-function readSmall(node: Node): { st: BigIntStats; data: Buffer } | false | null {
-  const fd = openSync(node.abs, READ_FLAGS);
+function readSmall(node: Node, abs: string, into: Buffer): { st: BigIntStats; data: Buffer } | false | null {
+  const fd = openSync(abs, READ_FLAGS);
   try {
     const before = fstatSync(fd, { bigint: true });
     if (!before.isFile()) throw new UserError(`cannot push ${node.rel}: it stopped being a regular file while pushing`);
     if (before.size > BigInt(defaults.push.syncReadMax)) return null;
-    const data = Buffer.allocUnsafe(Number(before.size));
+    const data = into.subarray(0, Number(before.size));
     for (let got = 0; got < data.length; ) {
       const n = readSync(fd, data, got, data.length - got, got);
       if (n === 0) return false; // shrank
@@ -506,12 +558,12 @@ function readSmall(node: Node): { st: BigIntStats; data: Buffer } | false | null
  * the small ones, read from the file and verified by hash (a block that does not match, because the file
  * changed since, is left out of the pack).
  */
-function readPackBlocks(node: Node, packMax: number): PackBlock[] {
+function readPackBlocks(node: Node, abs: string, packMax: number): PackBlock[] {
   const out: PackBlock[] = [];
   blockRanges(node.size).forEach(([offset, length], i) => {
     const hash = node.blocks?.[i];
     if (hash === undefined || length > packMax) return;
-    const data = readRange(node.abs, offset, length);
+    const data = readRange(abs, offset, length);
     if (data && hashBuffer(data) === hash) out.push({ hash, data });
   });
   return out;
@@ -550,8 +602,6 @@ function readRange(abs: string, offset: number, length: number): Buffer | null {
 /** What `Pusher.uploads` holds for a block already stored. */
 const STORED: Promise<void> = Promise.resolve();
 
-/** Blocks at least this large wait for one of `defaults.push.bigBlocks` before they are read. */
-const BIG_BLOCK = 1024 * 1024;
 
 /** Snapshots directory `dir` as a new HEAD of `org/home`. Throws HeadConflictError if HEAD moved meanwhile. */
 export async function pushDirectory(dir: string, store: Store, org: string, home: string, opts: PushOptions = {}): Promise<PushResult> {
@@ -572,10 +622,10 @@ export async function pushDirectory(dir: string, store: Store, org: string, home
   const since = await fence.observe(); // before any dedupe check (gcfence.ts)
 
   const parentRoot = head && !opts.rehash ? (await objects.getSnapshot(head.snapshot)).root : null;
-  const root: Node = { name: '', rel: '', abs, kind: 'dir', st: pushStat(rootSt), depth: 0, size: 0 };
+  const root: Node = { name: '', rel: '', kind: 'dir', st: pushStat(rootSt), depth: 0, size: 0 };
   const pool = new HashPool();
   try {
-    const p = new Pusher(objects, opts, parentRoot, pool, rootSt.dev);
+    const p = new Pusher(objects, opts, parentRoot, pool, rootSt.dev, abs);
     return await pushWith({ p, root, store, objects, org, home, head, opts, t0, fence, since });
   } finally {
     await pool.close();
@@ -604,7 +654,7 @@ async function pushWith({ p, root, store, objects, org, home, head, opts, t0, fe
   if (opts.xattrs !== false) {
     const helper = OsHelper.start();
     try {
-      const xs = await helper.getXattrs(nodes.map((n) => n.abs));
+      const xs = await helper.getXattrs(nodes.map((n) => p.abs(n)));
       nodes.forEach((n, i) => {
         const x = xs[i];
         if (x && x.length > 0) n.xattrs = x;
@@ -690,6 +740,7 @@ async function pushContent({ p, root, store, objects, org, home, head, opts, t0,
     p.fileDone();
   });
 
+  p.contentDone();
   p.startPhase('trees');
   const dirs = [root, ...nodes.filter((n) => n.kind === 'dir')];
   // Each tree goes up as soon as its subdirectories' trees have (not one depth at a time: a deep home

@@ -65,3 +65,37 @@ export class Semaphore {
     };
   }
 }
+
+/**
+ * A budget of bytes held at once: `acquire(n)` waits until `n` more fit (one request larger than the whole
+ * budget is let through alone, not refused). Waiters are served in order, so a large request is not starved.
+ */
+export class ByteBudget {
+  private used = 0;
+  private readonly waiters: Array<{ n: number; go: () => void }> = [];
+  constructor(private readonly limit: number) {}
+
+  async acquire(n: number): Promise<() => void> {
+    if (this.waiters.length > 0 || !this.fits(n)) await new Promise<void>((go) => this.waiters.push({ n, go }));
+    else this.used += n;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.used -= n;
+      this.serve();
+    };
+  }
+
+  private fits(n: number): boolean {
+    return this.used === 0 || this.used + n <= this.limit;
+  }
+
+  private serve(): void {
+    for (let w = this.waiters[0]; w && this.fits(w.n); w = this.waiters[0]) {
+      this.waiters.shift();
+      this.used += w.n;
+      w.go();
+    }
+  }
+}

@@ -5,6 +5,7 @@
  *   NODE_OPTIONS="--import $PWD/dist/bench/lib/tools/memlog.js" bin/homefs push <dir> <org/home> --store <url>
  *
  * Worker threads load it too; their lines carry `thread=<id>` (the main thread's is 0). Sizes in MB.
+ * MEMLOG_MS sets the interval (default 5000).
  */
 import { writeSync } from 'node:fs';
 import { threadId } from 'node:worker_threads';
@@ -14,4 +15,4 @@ const mb = (n: number): string => (n / 1e6).toFixed(0);
 setInterval(() => {
   const m = process.memoryUsage();
   writeSync(2, `MEM thread=${threadId} t=${((Date.now() - t0) / 1000).toFixed(0)} rss=${mb(m.rss)} heapUsed=${mb(m.heapUsed)} heapTotal=${mb(m.heapTotal)} external=${mb(m.external)} arrayBuffers=${mb(m.arrayBuffers)}\n`);
-}, 5000).unref();
+}, Number(process.env.MEMLOG_MS ?? 5000)).unref();
