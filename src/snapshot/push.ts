@@ -1,9 +1,10 @@
 /**
  * Push: snapshot a plain directory into the store (the first sync of a grown home, or a backup).
  *
- * Four passes, each bounded: scan (readdir + lstat, excludes applied, names validated), xattrs (one
- * batched helper process), content (stream-hash every distinct file inode block by block, blocks of
- * 256 KiB and more on worker threads (hash/pool.ts), smaller files read whole with synchronous calls, and
+ * Four passes, each bounded: scan (readdir + lstat of a few directories at a time, depth first, excludes
+ * applied, names validated), xattrs (one batched helper process), content (stream-hash every distinct file
+ * inode block by block into buffers reused within a byte budget (util/slabs.ts), blocks of 256 KiB and
+ * more on worker threads (hash/pool.ts), smaller files read whole with synchronous calls, and
  * upload only the blocks the org lacks: up to 1 MiB with one create-only PUT, larger ones after an
  * existence check), then trees bottom-up (each as soon as its subdirectories'), the snapshot, and HEAD
  * advanced from the generation the push started from. Objects are always written before anything that
