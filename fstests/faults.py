@@ -331,6 +331,12 @@ def _(t):
             os.close(fd)
         lg = subprocess.run([BIN, 'log', h.home, '--store', h.direct], capture_output=True, timeout=60)
         true(b"fsync'd, log segment" in lg.stdout, f'fsyncs went to the log: {lg.stdout.decode()[:300]}')
+        # Write-behind stores the fsync'd files' blocks soon after (their own upload, not the log's cost):
+        # the window opens once its backlog is empty, still before the park.
+        t_wb = time.monotonic()
+        while (h.env.status(mnt).get('protection') or {}).get('backlogFiles', 0) != 0:
+            true(time.monotonic() < t_wb + 30, 'write-behind did not drain its backlog within 30 s')
+            time.sleep(0.05)
         t0 = time.monotonic()  # the window starts before the park: parking must not send anything either
         while h.env.status(mnt)['state'] != 'parked':
             true(time.monotonic() < t0 + 60, 'the mount did not park within 60 s of its last request')
