@@ -255,7 +255,8 @@ class Pusher {
 
   /** The absolute path of `node` (derived, not kept: push holds one node per entry of the home). */
   abs(node: Node): string {
-    return node.rel === '' ? this.rootAbs : `${this.rootAbs}/${node.rel}`;
+    if (node.rel === '') return this.rootAbs;
+    return this.rootAbs.endsWith('/') ? this.rootAbs + node.rel : `${this.rootAbs}/${node.rel}`; // '/' itself pushed
   }
 
   /**
@@ -334,7 +335,7 @@ class Pusher {
     const rel = dir.rel ? `${dir.rel}/${name}` : name;
     const problem = nameProblem(name);
     if (problem) throw new UserError(`cannot push ${rel}: ${problem}`);
-    const abs = `${dirAbs}/${name}`;
+    const abs = dirAbs.endsWith('/') ? dirAbs + name : `${dirAbs}/${name}`;
     let st: BigIntStats;
     try {
       st = await lstat(abs, { bigint: true });
