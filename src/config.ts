@@ -141,8 +141,8 @@ export const defaults = {
     /** Files hashed and uploaded at once; PushOptions.parallelism overrides. */
     parallelism: 64,
     /**
-     * Bytes of the blocks read block by block (files over syncReadMax) in memory at once, from the read to
-     * the upload: push's memory for content is this plus parallelism x syncReadMax for the small files.
+     * Bytes of the buffers files are read into (util/slabs.ts: a small file whole, a larger one a block at
+     * a time) in use at once, from the read to the upload; up to half as much again is kept free for reuse.
      */
     blockBytes: 48 * 1024 * 1024,
     /** Directories listed at once while scanning (each a readdir, then lstat of its entries). */

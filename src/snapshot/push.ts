@@ -285,10 +285,7 @@ class Pusher {
         busy++;
         try {
           await this.list(dir);
-          for (let i = (dir.children ?? []).length - 1; i >= 0; i--) {
-            const c = (dir.children as Node[])[i] as Node;
-            if (c.kind === 'dir') stack.push(c);
-          }
+          for (const c of dir.children ?? []) if (c.kind === 'dir') stack.push(c);
         } catch (e) {
           failure ??= { e };
         } finally {
