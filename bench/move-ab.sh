@@ -11,7 +11,7 @@
 #   wake  host A, empty cache and state dirs: mount, cat notes, git status, grep -r (the agent resumes), sleep
 #         (which writes the hot set and the wake pack);
 #   move  host B, empty dirs: the same resume, from the hot set that host A's session left.
-# The page cache is dropped before each mount. Per session it prints: mount return and the end of each step
+# The page cache is dropped before each mount, and the machine left to go quiet. Per session it prints: mount return and the end of each step
 # (s since the mount began), store requests (the daemon's metric), bytes pulled ÷ touched, the wake.phases
 # line and the hot-set warm-up line of the daemon log; each session's proxy request log and daemon log are kept
 # in LOGS (default /var/tmp/moveab-logs). With PROF set, the move's daemon runs under
@@ -36,6 +36,16 @@ ROUNDS=${ROUNDS:-2}
 LOGS=${LOGS:-/var/tmp/moveab-logs}
 RTTS=${RTTS:-0 20}
 now() { date +%s.%N; }
+# Waits (at most 60 s) until a second passes with the CPUs at least 85 % idle: the store's own work after a
+# push (or the previous session's sleep) must not land in the next session's numbers.
+quiet() {
+  local a b i idle
+  for i in $(seq 60); do
+    read -ra a < /proc/stat; sleep 1; read -ra b < /proc/stat
+    idle=$(( (b[4] - a[4]) * 100 / ((b[1] + b[2] + b[3] + b[4] + b[5] + b[6] + b[7]) - (a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7])) ))
+    ((idle >= 85)) && return
+  done
+}
 out=$(mktemp /var/tmp/moveab-XXXX.txt)
 PX=
 cleanup() {
@@ -57,7 +67,7 @@ session() {
   pport=$(cat /var/tmp/moveab-rtt.port)
   url=$(echo "$DIRECT" | sed -E "s#127.0.0.1:$port#127.0.0.1:$pport#")
   if [ -n "${PROF:-}" ] && [ "$step" = move ]; then mkdir -p "$PROF/$label-$rtt-r$r"; prof=(env "NODE_OPTIONS=--cpu-prof --cpu-prof-dir=$PROF/$label-$rtt-r$r"); fi
-  sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null
+  sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; quiet
   local load t0 t1 t2 t3 t4 n req st ph warm
   load=$(cut -d' ' -f1 /proc/loadavg)
   t0=$(now)

@@ -42,6 +42,12 @@ class FakeCache implements HotCache {
   }
 }
 
+/** A warm-up of a mount that already serves (the bulk of the pack waits for that). */
+function warm(h: HotSet): ReturnType<HotSet['warmUp']> {
+  h.serving();
+  return h.warmUp();
+}
+
 function obj(text: string, size = 0): { hash: string; data: Buffer } {
   const data = Buffer.concat([Buffer.from(text), Buffer.alloc(size)]);
   return { hash: hashBuffer(data), data };
@@ -93,7 +99,7 @@ test('a warm-up puts verified pack objects, prefetches the rest in record order,
   const cache = new FakeCache();
   const d = objs[3];
   if (d) cache.objects.set(`block/${d.hash}`, d.data); // already cached: left alone
-  const r = await new HotSet(store, 'acme', 'a', cache, log, Infinity).warmUp();
+  const r = await warm(new HotSet(store, 'acme', 'a', cache, log, Infinity));
   assert.equal(r.done, true);
   assert.equal(r.record, true);
   assert.equal(r.cached, 1);
@@ -114,7 +120,7 @@ test('a warm-up stays within its byte budget, in record order', async () => {
   }
   await rec.save(null, false);
   const cache = new FakeCache();
-  const r = await new HotSet(store, 'acme', 'a', cache, log, 2100).warmUp();
+  const r = await warm(new HotSet(store, 'acme', 'a', cache, log, 2100));
   assert.equal(r.prefetched, 2);
   assert.deepEqual(cache.prefetched, objs.slice(0, 2).map((o) => `block/${o.hash}`));
 });
@@ -122,10 +128,49 @@ test('a warm-up stays within its byte budget, in record order', async () => {
 test('no record, or one that does not decode: the warm-up does nothing and does not throw', async () => {
   const store = new MemoryStore();
   const cache = new FakeCache();
-  assert.equal((await new HotSet(store, 'acme', 'a', cache, log, Infinity).warmUp()).record, false);
+  assert.equal((await warm(new HotSet(store, 'acme', 'a', cache, log, Infinity))).record, false);
   await store.put(hotsetKey('acme', 'a'), Buffer.from('HFHS\x07garbage'));
-  const r = await new HotSet(store, 'acme', 'a', cache, log, Infinity).warmUp();
+  const r = await warm(new HotSet(store, 'acme', 'a', cache, log, Infinity));
   assert.equal(r.record, false);
   assert.equal(r.done, true);
   assert.deepEqual([cache.puts.length, cache.prefetched.length], [0, 0]);
+});
+
+test('before the mount serves, a warm-up takes only the record and the pack\'s first range; a failed wake stops it there', async () => {
+  const store = new MemoryStore();
+  const src = new FakeCache();
+  const objs = ['a', 'b', 'c'].map((t) => obj(t, defaults.hotset.packFirstRangeBytes / 2 + 1)); // one per first range
+  const big = obj('big', defaults.hotset.packObjectMax + 1);
+  const rec = new HotSet(store, 'acme', 'a', src, log, Infinity);
+  for (const o of [...objs, big]) {
+    src.objects.set(`block/${o.hash}`, o.data);
+    rec.record('block', o.hash, o.data.length);
+  }
+  await rec.save(null, true);
+  const ranges: number[] = [];
+  const getRange = store.getRange.bind(store);
+  store.getRange = (key: string, offset: number, length: number) => {
+    ranges.push(offset);
+    return getRange(key, offset, length);
+  };
+  for (const served of [true, false]) {
+    ranges.length = 0;
+    const cache = new FakeCache();
+    const h = new HotSet(store, 'acme', 'a', cache, log, Infinity);
+    const warming = h.warmUp();
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(ranges, [0], 'only the first range before the mount serves');
+    assert.deepEqual(cache.puts, [`block/${objs[0]?.hash}`]);
+    assert.deepEqual(cache.prefetched, [], 'no prefetch before the mount serves');
+    if (served) h.serving();
+    else h.stop();
+    const r = await warming;
+    assert.equal(r.done, true);
+    if (served) {
+      assert.equal(r.fromPack, 3);
+      assert.deepEqual(cache.prefetched, [`block/${big.hash}`]);
+    } else {
+      assert.deepEqual([ranges.length, cache.puts.length, cache.prefetched.length], [1, 1, 0], 'a stopped warm-up takes nothing more');
+    }
+  }
 });

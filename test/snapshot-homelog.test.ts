@@ -97,11 +97,47 @@ test('readers see the newest valid segment; a corrupted newest one is skipped wi
   assert.equal((await live.objects.getBlock(tree.entries[0]?.blocks?.[0] ?? '')).toString(), 'first', 'objects are served from the segment');
 
   const claim = await claimLog(store, 'acme', 'alice', 0, 'new');
-  assert.deepEqual(claim, { seqs: [1, 0], tombstone: 2 });
+  assert.deepEqual({ seqs: claim.seqs.map((e) => e.seq), tombstone: claim.tombstone }, { seqs: [1, 0], tombstone: 2 });
   const lateSegment = encodeSegment({ ...s0, seq: 2 });
   assert.equal(await createEntry(store, logKey('acme', 'alice', 0, 2), lateSegment), false, "the old holder's next segment is refused");
   assert.equal((await liveHead(objects, 'alice', () => undefined)).snapshot, s0.snapshot, 'a tombstone is not a segment');
   assert.equal((await claimLog(store, 'acme', 'alice', 0, 'newer')).tombstone, 3, 'the next claim takes the next number');
+});
+
+test('a run of tombstones over the log (a home woken often without a seal) is read a window at a time, and judged newest first', async () => {
+  const store = new MemoryStore();
+  const objects = new ObjectStore(store, 'acme');
+  const head = encodeSnapshot({ root: 'c'.repeat(64), parent: null, home: 'acme/alice', time: '2026-12-01T00:00:00.000Z', host: 'h', stats: { files: 0, dirs: 1, bytes: 0 }, features: ['log'] });
+  await store.put(`acme/meta/${hashBuffer(head).slice(0, 2)}/${hashBuffer(head)}`, head);
+  await advanceHead(store, 'acme', 'alice', null, hashBuffer(head));
+  const big = await seedSegment(store, 0, 0, 'old', 'x'.repeat(4096)); // large enough to be told by its size
+  for (let i = 0; i < 20; i++) await claimLog(store, 'acme', 'alice', 0, `wake ${i}`); // seqs 1..20
+  const small = await seedSegment(store, 0, 21, 'old', 'small'); // a segment as small as a tombstone
+  for (let i = 0; i < 20; i++) await claimLog(store, 'acme', 'alice', 0, `later wake ${i}`); // seqs 22..41
+  let inFlight = 0;
+  let most = 0;
+  const reads: string[] = [];
+  const get = store.get.bind(store);
+  store.get = async (key: string) => {
+    reads.push(key);
+    most = Math.max(most, ++inFlight);
+    try {
+      await new Promise((r) => setTimeout(r, 2));
+      return await get(key);
+    } finally {
+      inFlight--;
+    }
+  };
+  assert.equal((await liveHead(objects, 'alice', () => undefined)).snapshot, small.snapshot, 'the newest segment, under 20 tombstones');
+  assert.equal(most, 16, 'small entries are read 16 at a time');
+  assert.ok(!reads.includes(logKey('acme', 'alice', 0, 0)), 'nothing older than the segment found is read');
+  // Corrupt the small segment: the reader falls back past 20 more tombstones to the large one, with one warning.
+  const bytes = Buffer.from(await get(logKey('acme', 'alice', 0, 21)));
+  bytes[bytes.length - 5] = (bytes[bytes.length - 5] ?? 0) ^ 1;
+  await store.put(logKey('acme', 'alice', 0, 21), bytes);
+  const warnings: string[] = [];
+  assert.equal((await liveHead(objects, 'alice', (m) => warnings.push(m))).snapshot, big.snapshot);
+  assert.equal(warnings.length, 1);
 });
 
 test("a log orphaned by an older homefs's --takeover (HEAD advanced to the same snapshot) is still seen; an absorbed one is not", async () => {

@@ -18,7 +18,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { journalTestOptions } from '../config.js';
 import { Journal } from '../inodes/journal.js';
 import { advanceHead, readHead, type HeadRecord } from '../snapshot/heads.js';
-import { claimLog, liveHead, OverlayStore, pendingSegment, segmentObjects, type Segment } from '../snapshot/homelog.js';
+import { claimLog, liveHead, OverlayStore, pendingSegment, segmentObjects, type LogEntry, type Segment } from '../snapshot/homelog.js';
 import type { Store } from '../store/store.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import type { Snapshot, SnapshotStats } from '../model/tree.js';
@@ -110,7 +110,7 @@ async function choose(
   let seg: Segment | null = null;
   if (head && writer !== null) {
     const h = head;
-    const claim = async (gen: number): Promise<readonly number[]> => {
+    const claim = async (gen: number): Promise<readonly LogEntry[]> => {
       const c = await claimLog(objects.store, org, home, gen, writer);
       if (gen === h.gen) own = { gen, tombstone: c.tombstone };
       return c.seqs;

@@ -8,6 +8,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Server } from 'node:net';
@@ -127,7 +128,6 @@ export class MountedHome {
   private sleeping: Promise<SealResult | null> | undefined;
   private walk: TreeWalk | undefined;
   /** The namespace pack, on a store over the network (null on local disk, where a round trip is free). */
-  private readonly nsPack: NsPack | null;
   /** Cold reads from the push pack (set by wake; null on a local store). */
   packReads: PackReads | null = null;
   private readonly capacity: Capacity;
@@ -194,6 +194,7 @@ export class MountedHome {
     private readonly objects: ObjectStore,
     private readonly cache: BlockCache,
     private readonly hot: HotSet,
+    private readonly nsPack: NsPack | null,
     private readonly journal: Journal,
     private readonly upper: UpperFiles,
     private readonly content: Content,
@@ -212,8 +213,6 @@ export class MountedHome {
     hooks.metrics.bindDirtyBytes(() => dirtyTotals(journal).bytes);
     this.lastSnapshot = journal.base().snapshot;
     this.gcFence = { gc: new GcFence(store, cfg.org), observed: null };
-    // A read-only mount reads the pack at wake like any other (inspection and review forks wake as fast), and never writes one.
-    this.nsPack = wantsNsPack(store.url) ? new NsPack(store, cfg.org, cfg.home, cache, log) : null;
     // Trees a seal writes go to the cache too, so the sleep's namespace pack need not fetch them back (from
     // a store on this host's disk it reads them as cheaply as the cache would).
     if (this.nsPack && !cfg.readOnly && overNetwork(store.url)) objects.memo = { add: (hash, data) => void cache.put('meta', hash, data).catch(() => undefined) };
@@ -254,6 +253,20 @@ export class MountedHome {
       const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log, ...(packReads ? { pack: packReads } : {}) });
       const cacheReady = cache.init().then(() => void undo.push(() => cache.close()));
       const hot = new HotSet(store, cfg.org, cfg.home, cache, log, cfg.cacheBytes / 2);
+      // A read-only mount reads the pack at wake like any other (inspection and review forks wake as fast), and never writes one.
+      const nsPack = wantsNsPack(store.url) ? new NsPack(store, cfg.org, cfg.home, cache, log) : null;
+      // The hot set and (for a fresh state directory, the only kind that walks the namespace) the namespace
+      // pack come in while the lease and the base take their round trips: both are verified object by object,
+      // so they need not wait to know the snapshot. A wake that fails stops them before the cache closes.
+      const freshState = !existsSync(paths.journal);
+      void cacheReady.then(() => {
+        undo.push(() => { // (after the cache's close: undo runs in reverse)
+          hot.stop();
+          nsPack?.stop();
+        });
+        void hot.warmUp(); // the hot set first: its entries queue ahead of all but the walk's first levels (the bulk once the mount serves)
+        if (freshState) void nsPack?.start();
+      }, () => undefined);
       const blocks = {
         read: async (h: string, off: number, len: number) => {
           const data = await cache.read(h, off, len);
@@ -340,7 +353,7 @@ export class MountedHome {
       view.onReclaim = (node) => void content.reclaim(node).catch((e: unknown) => log.warn({ op: 'reclaim', ino: node.ino, err: errorMessage(e) }, 'cannot remove the upper file of a deleted file'));
       const ra = choice.rootAttrs;
       view.initRoot(choice.rootTree, ra ? { mode: ra.mode, uid: ra.uid, gid: ra.gid, mtimeNs: ra.mtimeNs, ctimeNs: ra.mtimeNs, atimeNs: ra.mtimeNs } : {}, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
-      const h = new MountedHome(cfg, paths, log, store, objects, cache, hot, journal, upper, content, view, lease, unlock, hooks);
+      const h = new MountedHome(cfg, paths, log, store, objects, cache, hot, nsPack, journal, upper, content, view, lease, unlock, hooks);
       h.packReads = packReads;
       h.logState = cfg.fsync === 'store' && choice.log ? { ...choice.log, chain: newChain(choice.log.nextSeq) } : null;
       if (!cfg.readOnly && defaults.presealBlocks) h.startPreseal();
@@ -353,7 +366,7 @@ export class MountedHome {
       h.mount(mountFn);
       phases.mark('fuse');
       log.info({ op: 'wake.phases', ms: phases.report() }, 'wake phases (ms)');
-      void hot.warmUp(); // the hot set first: its entries queue ahead of all but the walk's first levels
+      hot.serving();
       if (choice.rootTree && h.nsPack) h.walkNamespace(choice.rootTree, remote);
       return h;
     } catch (e) {

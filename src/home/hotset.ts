@@ -15,7 +15,7 @@
  */
 import type { Logger } from 'pino';
 import { defaults } from '../config.js';
-import { decodeHotSet, encodeHotSet, fetchPackSlices, packLayout, type HotEntry, type HotKind, type HotSetRecord } from '../snapshot/hotset.js';
+import { decodeHotSet, encodeHotSet, fetchPackSlices, packLayout, packRanges, type HotEntry, type HotKind, type HotSetRecord, type PackSlice } from '../snapshot/hotset.js';
 import { hotsetKey, wakePackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { FormatError, NotFoundError, errorMessage } from '../util/errors.js';
@@ -59,6 +59,12 @@ export class HotSet {
   private changed = false;
   private packSaved = false;
   private lastSaveAt = 0;
+  private warming: Promise<WarmReport> | null = null;
+  private stopped = false;
+  private release: () => void = () => undefined;
+  private readonly served = new Promise<void>((resolve) => {
+    this.release = resolve;
+  });
   warm: WarmReport | null = null;
 
   constructor(
@@ -130,19 +136,42 @@ export class HotSet {
     this.log.info({ op: 'hotset.save', entries: entries.length, packBytes }, 'hot set recorded');
   }
 
-  /** Streams the last session's hot set into the cache. Never throws. */
-  async warmUp(): Promise<WarmReport> {
+  /**
+   * Streams the last session's hot set into the cache (once; later calls return the same promise). A wake
+   * starts it as soon as the cache is open, while it still claims the lease and chooses its base: the record
+   * and the pack's small first range (what the last session read first) come in meanwhile; every object is
+   * verified by hash, so neither needs to know the snapshot. The rest waits for `serving`: receiving the
+   * bulk of the pack inside the mount's chain of small requests would only delay the mount by as much as it
+   * gains (docs/decisions.md, "Wake: what comes in before the mount"). Never throws.
+   */
+  warmUp(): Promise<WarmReport> {
+    this.warming ??= this.warmAll();
+    return this.warming;
+  }
+
+  /** The mount serves: the warm-up goes on past the pack's first range. */
+  serving(): void {
+    this.release();
+  }
+
+  /** A wake that failed: nothing more goes into the cache (which is about to close). */
+  stop(): void {
+    this.stopped = true;
+    this.release();
+  }
+
+  private async warmAll(): Promise<WarmReport> {
     const t0 = performance.now();
     const r: WarmReport = { done: false, record: false, entries: 0, cached: 0, fromPack: 0, prefetched: 0, packRejected: 0, bytesFetched: 0, packMs: 0, ms: 0 };
     this.warm = r;
     try {
       await this.warmInto(r, t0);
     } catch (e) {
-      this.log.warn({ op: 'hotset.warm', err: errorMessage(e) }, 'hot set warm-up failed; the wake is colder but correct');
+      if (!this.stopped) this.log.warn({ op: 'hotset.warm', err: errorMessage(e) }, 'hot set warm-up failed; the wake is colder but correct');
     }
     r.ms = Math.round(performance.now() - t0);
     r.done = true;
-    this.log.info({ op: 'hotset.warm', ...r }, 'hot set warm-up done');
+    if (!this.stopped) this.log.info({ op: 'hotset.warm', ...r }, 'hot set warm-up done');
     return r;
   }
 
@@ -169,6 +198,7 @@ export class HotSet {
     const kept = rec.entries.findIndex((e) => (budget -= e.size) < 0);
     if (kept >= 0) rec = { ...rec, entries: rec.entries.slice(0, kept) };
     const want = (e: HotEntry): boolean => {
+      if (this.stopped) return false;
       if (this.cache.has(e.kind, e.hash)) {
         r.cached++;
         return false;
@@ -176,16 +206,16 @@ export class HotSet {
       return true;
     };
     const slices = packLayout(rec).filter((s) => want(s.entry));
-    // Unpacked objects go to prefetch at once, in record order; the pack's ranges are fetched meanwhile.
-    this.prefetchInOrder(rec.entries.filter((e) => !e.packed && want(e)), r);
+    const [first = [], ...rest] = packRanges(slices, this.opts.packRangeBytes, this.opts.packFirstRangeBytes);
     const rejected: HotEntry[] = [];
     const key = wakePackKey(this.org, this.home);
-    await fetchPackSlices(async (offset, length) => {
+    const fetch = (part: readonly PackSlice[], firstRangeBytes: number): Promise<void> => fetchPackSlices(async (offset, length) => {
       const data = await this.store.getRange(key, offset, length);
       r.bytesFetched += data.length;
       return data;
-    }, slices, { rangeBytes: this.opts.packRangeBytes, firstRangeBytes: this.opts.packFirstRangeBytes, parallelism: this.opts.packParallelism, pause: () => backgroundSlicer.pause() }, {
+    }, part, { rangeBytes: this.opts.packRangeBytes, firstRangeBytes, parallelism: this.opts.packParallelism, pause: () => backgroundSlicer.pause() }, {
       wants: (entry) => {
+        if (this.stopped) return false;
         if (!this.cache.has(entry.kind, entry.hash)) return true;
         r.cached++; // a read fetched it while its range was on the way
         return false;
@@ -199,8 +229,15 @@ export class HotSet {
         rejected.push(entry);
       },
     });
+    await fetch(first, this.opts.packFirstRangeBytes);
+    await this.served;
+    if (this.stopped) return;
+    // Unpacked objects go to prefetch at once, in record order; the pack's other ranges are fetched meanwhile.
+    this.prefetchInOrder(rec.entries.filter((e) => !e.packed && want(e)), r);
+    await fetch(rest.flat(), this.opts.packRangeBytes);
     r.packMs = Math.round(performance.now() - t0);
     r.packRejected = rejected.length;
+    if (this.stopped) return;
     if (rejected.length > 0) this.log.warn({ op: 'hotset.warm', rejected: rejected.length }, 'wake pack objects missing or damaged; prefetching them instead');
     this.prefetchInOrder(rejected, r);
   }

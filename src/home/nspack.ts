@@ -48,6 +48,8 @@ export class NsPack {
   /** The root of the pack found at wake (null: none, or not read). */
   private loadedRoot: string | null = null;
   report: NsLoadReport | null = null;
+  private loading: Promise<NsLoadReport> | null = null;
+  private stopped = false;
 
   constructor(
     private readonly store: Store,
@@ -58,19 +60,40 @@ export class NsPack {
     private readonly opts: NsPackOptions = defaults.nsPack,
   ) {}
 
-  /** Brings the pack's trees into the cache. Never throws. */
+  /**
+   * Starts bringing the pack's trees into the cache (once; later calls return the same promise). A wake
+   * starts it as soon as the cache is open, before it has chosen its base: the trees are verified by hash,
+   * so which snapshot the pack is of only decides `sameRoot` (see `load`). Never throws.
+   */
+  start(): Promise<NsLoadReport> {
+    this.loading ??= this.loadAll();
+    return this.loading;
+  }
+
+  /** The pack's trees in the cache (started now unless `start` was called), and whether it is of `root`. Never throws. */
   async load(root: string): Promise<NsLoadReport> {
+    const r = await this.start();
+    r.sameRoot = r.found && this.loadedRoot === root;
+    return r;
+  }
+
+  /** A wake that failed: nothing more goes into the cache (which is about to close). */
+  stop(): void {
+    this.stopped = true;
+  }
+
+  private async loadAll(): Promise<NsLoadReport> {
     const t0 = performance.now();
     const r: NsLoadReport = { done: false, found: false, sameRoot: false, trees: 0, cached: 0, fromPack: 0, rejected: 0, requests: 0, bytesFetched: 0, ms: 0 };
     this.report = r;
     try {
-      await this.loadInto(r, root);
+      await this.loadInto(r);
     } catch (e) {
-      this.log.warn({ op: 'nspack.load', err: errorMessage(e) }, 'namespace pack not used; the wake fetches trees one by one');
+      if (!this.stopped) this.log.warn({ op: 'nspack.load', err: errorMessage(e) }, 'namespace pack not used; the wake fetches trees one by one');
     }
     r.ms = Math.round(performance.now() - t0);
     r.done = true;
-    this.log.info({ op: 'nspack.load', ...r }, 'namespace pack loaded');
+    if (!this.stopped) this.log.info({ op: 'nspack.load', ...r, root: this.loadedRoot }, 'namespace pack loaded');
     return r;
   }
 
@@ -81,11 +104,12 @@ export class NsPack {
     return data;
   }
 
-  private async loadInto(r: NsLoadReport, root: string): Promise<void> {
+  private async loadInto(r: NsLoadReport): Promise<void> {
     let index;
     try {
       index = await readNsPack((offset, length) => this.range(offset, length, r), {
         wants: (hash) => {
+          if (this.stopped) return false;
           if (!this.cache.has('meta', hash)) return true;
           r.cached++;
           return false;
@@ -106,7 +130,6 @@ export class NsPack {
     }
     if (!index) return;
     r.found = true;
-    r.sameRoot = index.root === root;
     r.trees = index.slices.length;
     this.loadedRoot = index.root;
     if (r.rejected > 0) {

@@ -152,15 +152,21 @@ export function decodeSegment(buf: Buffer, k: EntryKey): Segment {
   return { home: h.home, gen: h.gen, seq: h.seq, writer: h.writer, snapshot: h.snapshot, time: h.time, chain, objects };
 }
 
-/** Sequence numbers present in the log of generation `gen`, newest first. */
-export async function listLog(store: Store, org: string, home: string, gen: number): Promise<number[]> {
+/** An entry of a log as listed: a segment or a tombstone (told apart by reading it, unless its size already tells). */
+export interface LogEntry {
+  seq: number;
+  size: number;
+}
+
+/** The entries present in the log of generation `gen`, newest first. */
+export async function listLog(store: Store, org: string, home: string, gen: number): Promise<LogEntry[]> {
   const prefix = logPrefix(org, home, gen);
-  const out: number[] = [];
+  const out: LogEntry[] = [];
   for await (const o of store.list(prefix) as AsyncIterable<ObjectInfo>) {
     const tail = o.key.slice(prefix.length);
-    if (/^[0-9]{13}$/.test(tail)) out.push(decodeGen(tail));
+    if (/^[0-9]{13}$/.test(tail)) out.push({ seq: decodeGen(tail), size: o.size });
   }
-  return out.sort((a, b) => b - a);
+  return out.sort((a, b) => b.seq - a.seq);
 }
 
 /** Creates `key` with `data`; false when another writer holds the key (a lost reply's own write counts as written). */
@@ -178,10 +184,10 @@ export async function createEntry(store: Store, key: string, data: Buffer): Prom
  * any other holder's next segment fails. Returns the sequence numbers below it, newest first, and the
  * tombstone's.
  */
-export async function claimLog(store: Store, org: string, home: string, gen: number, writer: string): Promise<{ seqs: number[]; tombstone: number }> {
+export async function claimLog(store: Store, org: string, home: string, gen: number, writer: string): Promise<{ seqs: LogEntry[]; tombstone: number }> {
   for (let attempt = 0; attempt < 20; attempt++) {
     const seqs = await listLog(store, org, home, gen);
-    const next = (seqs[0] ?? -1) + 1;
+    const next = (seqs[0]?.seq ?? -1) + 1;
     if (await createEntry(store, logKey(org, home, gen, next), encodeTombstone({ home: `${org}/${home}`, gen, seq: next }, writer))) return { seqs, tombstone: next };
   }
   throw new Error(`cannot claim the log of ${org}/${home}: another writer keeps appending to it`);
@@ -217,18 +223,31 @@ async function withChain(store: Store, org: string, home: string, s: Segment): P
  * null. Tombstones are skipped; a rejected segment (or one whose chain is not whole) is reported through
  * `warn` and skipped.
  */
-export async function newestSegment(store: Store, org: string, home: string, gen: number, seqs: readonly number[], warn: (msg: string) => void): Promise<Segment | null> {
-  for (const seq of seqs) {
-    try {
-      const s = await readSegment(store, org, home, gen, seq);
-      if (s) return await withChain(store, org, home, s);
-    } catch (e) {
-      if (!(e instanceof FormatError)) throw e;
-      warn(`${e.message}; ignoring it (the home is read without it)`);
+export async function newestSegment(store: Store, org: string, home: string, gen: number, entries: readonly LogEntry[], warn: (msg: string) => void): Promise<Segment | null> {
+  // Every wake leaves a tombstone, so a home woken often without a seal has a run of them on top of its
+  // log: the small entries of a run are read at once (a window at a time), then judged newest first, as
+  // if read one by one; an entry of TOMBSTONE_MAX bytes or more is a segment and is read alone.
+  for (let i = 0; i < entries.length;) {
+    let end = i + 1;
+    while (end < entries.length && end - i < LOG_READ_WINDOW && (entries[end]?.size ?? 0) < TOMBSTONE_MAX && (entries[i]?.size ?? 0) < TOMBSTONE_MAX) end++;
+    const reads = entries.slice(i, end).map((e) => readSegment(store, org, home, gen, e.seq));
+    for (const r of reads) r.catch(() => undefined); // (each is awaited below, in order, until one decides)
+    for (const read of reads) {
+      try {
+        const s = await read;
+        if (s) return await withChain(store, org, home, s);
+      } catch (e) {
+        if (!(e instanceof FormatError)) throw e;
+        warn(`${e.message}; ignoring it (the home is read without it)`);
+      }
     }
+    i = end;
   }
   return null;
 }
+
+/** How many small log entries (tombstones, most likely) `newestSegment` reads at once. */
+const LOG_READ_WINDOW = 16;
 
 /** The keys of a segment's objects in the org, with their bytes. */
 export function segmentObjects(org: string, s: Segment): Map<string, Buffer> {
@@ -272,7 +291,7 @@ export interface LiveHead {
 const RUN_DEPTH = 16;
 
 /** How `pendingSegment` gets a log's sequence numbers (newest first) before it reads them: a reader lists, a wake claims. */
-export type LogLister = (gen: number) => Promise<readonly number[]>;
+export type LogLister = (gen: number) => Promise<readonly LogEntry[]>;
 
 /** Whether generation `gen` of the home exists and holds `snapshot`. */
 async function sameHead(store: Store, org: string, home: string, gen: number, snapshot: string): Promise<boolean> {
@@ -311,7 +330,7 @@ export async function pendingSegment(
     if (s) return s;
     const t = (await snap()).logTail;
     if (t && t.gen + 1 === gen) {
-      const after = (await list(t.gen)).filter((q) => q >= t.seq);
+      const after = (await list(t.gen)).filter((e) => e.seq >= t.seq);
       return after.length > 0 ? newestSegment(store, org, home, t.gen, after, warn) : null;
     }
   }
