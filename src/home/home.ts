@@ -127,7 +127,6 @@ export class MountedHome {
   private session: Session | undefined;
   private sleeping: Promise<SealResult | null> | undefined;
   private walk: TreeWalk | undefined;
-  /** The namespace pack, on a store over the network (null on local disk, where a round trip is free). */
   /** Cold reads from the push pack (set by wake; null on a local store). */
   packReads: PackReads | null = null;
   private readonly capacity: Capacity;
@@ -194,6 +193,7 @@ export class MountedHome {
     private readonly objects: ObjectStore,
     private readonly cache: BlockCache,
     private readonly hot: HotSet,
+    /** The namespace pack (null where the store wants none: snapshot/nspack.ts `wantsNsPack`). */
     private readonly nsPack: NsPack | null,
     private readonly journal: Journal,
     private readonly upper: UpperFiles,

@@ -8,7 +8,9 @@
 #
 # Built from the Debian packages ceph-mon, ceph-osd, ceph-mgr and radosgw, without systemd: one mon, one mgr,
 # one OSD on `memstore` (objects live in RAM), pool size 1, auth none, radosgw's beast frontend bound to
-# 127.0.0.1 on a free port. All state (config, mon store, logs, pid files) lives in $HOMEFS_CEPH_DIR
+# 127.0.0.1 on a free port. HOMEFS_CEPH_OBJECTSTORE=bluestore puts the OSD on bluestore over a sparse file of
+# HOMEFS_CEPH_BLOCK_BYTES (default 256 GiB) in the state directory instead: for benchmarks of homes larger
+# than memstore can hold (it needs about 2.3x the stored bytes in RAM), such as the full-size home. All state (config, mon store, logs, pid files) lives in $HOMEFS_CEPH_DIR
 # (default /tmp/homefs-ceph-$UID). Everything listens on loopback only. Diagnostics go to stderr.
 #
 # Holders: a process that starts the cluster for itself (test/support/s3.ts) sets HOMEFS_CEPH_HOLDER=<pid>
@@ -110,6 +112,27 @@ wait_for() { # <seconds> <description> <command...>
   done
 }
 
+OBJECTSTORE=${HOMEFS_CEPH_OBJECTSTORE:-memstore}
+case $OBJECTSTORE in memstore | bluestore) ;; *) echo "ceph.sh: HOMEFS_CEPH_OBJECTSTORE must be memstore or bluestore, not '$OBJECTSTORE'" >&2; exit 2 ;; esac
+
+objectstore_conf() {
+  if [ "$OBJECTSTORE" = bluestore ]; then
+    cat <<EOF
+osd objectstore = bluestore
+# a sparse file in the OSD's data directory, created by --mkfs; its bytes are used as they are written
+bluestore block create = true
+bluestore block size = ${HOMEFS_CEPH_BLOCK_BYTES:-274877906944}
+bluestore fsck on mount = false
+EOF
+  else
+    cat <<EOF
+osd objectstore = memstore
+# RAM-backed and allocated lazily: room for a whole test suite (a full OSD refuses every write)
+memstore device bytes = 12884901888
+EOF
+  fi
+}
+
 write_conf() {
   local fsid=$1 mon_port=$2 rgw_port=$3
   cat >"$CONF" <<EOF
@@ -144,9 +167,7 @@ mon max pg per osd = 1000
 mon warn on pool no redundancy = false
 # rgw's pools are created with a default of 8 PGs above; keep memory small
 osd memory target = 939524096
-osd objectstore = memstore
-# RAM-backed and allocated lazily: room for a whole test suite (a full OSD refuses every write)
-memstore device bytes = 12884901888
+$(objectstore_conf)
 mon data avail warn = 2
 mon data avail crit = 1
 # threads: the CI machine has 2 cores
