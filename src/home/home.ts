@@ -236,6 +236,7 @@ export class MountedHome {
       throw e;
     }
     const undo: Array<() => Promise<void> | void> = [unlock];
+    let failed = false; // the wake gave everything back: nothing may start on what it closed
     try {
       const opened = await start.store;
       phases.mark('store');
@@ -260,6 +261,7 @@ export class MountedHome {
       // so they need not wait to know the snapshot. A wake that fails stops them before the cache closes.
       const freshState = !existsSync(paths.journal);
       void cacheReady.then(() => {
+        if (failed) return;
         undo.push(() => { // (after the cache's close: undo runs in reverse)
           hot.stop();
           nsPack?.stop();
@@ -370,6 +372,7 @@ export class MountedHome {
       if (choice.rootTree && h.nsPack) h.walkNamespace(choice.rootTree, remote);
       return h;
     } catch (e) {
+      failed = true;
       for (const step of undo.reverse()) await Promise.resolve().then(step).catch((u: unknown) => log.warn({ err: errorMessage(u) }, 'cleanup after a failed mount'));
       throw e;
     }
