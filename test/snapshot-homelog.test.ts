@@ -76,12 +76,17 @@ async function seedSegment(store: MemoryStore, gen: number, seq: number, writer:
   return segment;
 }
 
-test('readers see the newest valid segment; a corrupted newest one is skipped with one warning; a claim fences the old writer', async () => {
+/** A home acme/alice whose HEAD (generation 0) is a snapshot with the `log` feature. */
+async function homeWithHead(): Promise<{ store: MemoryStore; objects: ObjectStore }> {
   const store = new MemoryStore();
-  const objects = new ObjectStore(store, 'acme');
   const head = encodeSnapshot({ root: 'c'.repeat(64), parent: null, home: 'acme/alice', time: '2026-12-01T00:00:00.000Z', host: 'h', stats: { files: 0, dirs: 1, bytes: 0 }, features: ['log'] });
   await store.put(`acme/meta/${hashBuffer(head).slice(0, 2)}/${hashBuffer(head)}`, head);
   await advanceHead(store, 'acme', 'alice', null, hashBuffer(head));
+  return { store, objects: new ObjectStore(store, 'acme') };
+}
+
+test('readers see the newest valid segment; a corrupted newest one is skipped with one warning; a claim fences the old writer', async () => {
+  const { store, objects } = await homeWithHead();
   const s0 = await seedSegment(store, 0, 0, 'old', 'first');
   await seedSegment(store, 0, 1, 'old', 'second');
   const bad = Buffer.from(await store.get(logKey('acme', 'alice', 0, 1)));
@@ -105,11 +110,7 @@ test('readers see the newest valid segment; a corrupted newest one is skipped wi
 });
 
 test('a run of tombstones over the log (a home woken often without a seal) is read a window at a time, and judged newest first', async () => {
-  const store = new MemoryStore();
-  const objects = new ObjectStore(store, 'acme');
-  const head = encodeSnapshot({ root: 'c'.repeat(64), parent: null, home: 'acme/alice', time: '2026-12-01T00:00:00.000Z', host: 'h', stats: { files: 0, dirs: 1, bytes: 0 }, features: ['log'] });
-  await store.put(`acme/meta/${hashBuffer(head).slice(0, 2)}/${hashBuffer(head)}`, head);
-  await advanceHead(store, 'acme', 'alice', null, hashBuffer(head));
+  const { store, objects } = await homeWithHead();
   const big = await seedSegment(store, 0, 0, 'old', 'x'.repeat(4096)); // large enough to be told by its size
   for (let i = 0; i < 20; i++) await claimLog(store, 'acme', 'alice', 0, `wake ${i}`); // seqs 1..20
   const small = await seedSegment(store, 0, 21, 'old', 'small'); // a segment as small as a tombstone
