@@ -181,8 +181,8 @@ export async function createEntry(store: Store, key: string, data: Buffer): Prom
 
 /**
  * Claims the log of generation `gen` for `writer`: a tombstone at the next free sequence number, so that
- * any other holder's next segment fails. Returns the sequence numbers below it, newest first, and the
- * tombstone's.
+ * any other holder's next segment fails. Returns the entries below it, newest first, and the
+ * tombstone's sequence number.
  */
 export async function claimLog(store: Store, org: string, home: string, gen: number, writer: string): Promise<{ seqs: LogEntry[]; tombstone: number }> {
   for (let attempt = 0; attempt < 20; attempt++) {
@@ -228,8 +228,9 @@ export async function newestSegment(store: Store, org: string, home: string, gen
   // log: the small entries of a run are read at once (a window at a time), then judged newest first, as
   // if read one by one; an entry of TOMBSTONE_MAX bytes or more is a segment and is read alone.
   for (let i = 0; i < entries.length;) {
+    const small = (e: LogEntry | undefined): boolean => e !== undefined && e.size < TOMBSTONE_MAX;
     let end = i + 1;
-    while (end < entries.length && end - i < LOG_READ_WINDOW && (entries[end]?.size ?? 0) < TOMBSTONE_MAX && (entries[i]?.size ?? 0) < TOMBSTONE_MAX) end++;
+    if (small(entries[i])) while (end < entries.length && end - i < LOG_READ_WINDOW && small(entries[end])) end++;
     const reads = entries.slice(i, end).map((e) => readSegment(store, org, home, gen, e.seq));
     for (const r of reads) r.catch(() => undefined); // (each is awaited below, in order, until one decides)
     for (const read of reads) {
