@@ -49,6 +49,8 @@ export class NsPack {
   private loadedRoot: string | null = null;
   report: NsLoadReport | null = null;
   private loading: Promise<NsLoadReport> | null = null;
+  /** The root in the pack's header (null: none found); `loadedRoot` forgets it when trees were rejected. */
+  private packRoot: string | null = null;
   private stopped = false;
 
   constructor(
@@ -73,7 +75,7 @@ export class NsPack {
   /** The pack's trees in the cache (started now unless `start` was called), and whether it is of `root`. Never throws. */
   async load(root: string): Promise<NsLoadReport> {
     const r = await this.start();
-    r.sameRoot = r.found && this.loadedRoot === root;
+    r.sameRoot = r.found && this.packRoot === root;
     return r;
   }
 
@@ -93,7 +95,8 @@ export class NsPack {
     }
     r.ms = Math.round(performance.now() - t0);
     r.done = true;
-    if (!this.stopped) this.log.info({ op: 'nspack.load', ...r, root: this.loadedRoot }, 'namespace pack loaded');
+    const { sameRoot: _decidedByLoad, ...logged } = r; // (not known yet: `load` compares the root)
+    if (!this.stopped) this.log.info({ op: 'nspack.load', ...logged, root: this.packRoot }, 'namespace pack loaded');
     return r;
   }
 
@@ -131,6 +134,7 @@ export class NsPack {
     if (!index) return;
     r.found = true;
     r.trees = index.slices.length;
+    this.packRoot = index.root;
     this.loadedRoot = index.root;
     if (r.rejected > 0) {
       this.loadedRoot = null; // the sleep writes a sound pack again
