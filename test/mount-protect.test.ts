@@ -109,7 +109,9 @@ test('a file rewritten while its uploads are in flight reads as its last version
 
 test('an fsync that left fresh names out is followed by a seal within the interval: a fresh host after kill -9 has them all', async () => {
   const h = home('partial-then-seal');
-  const mnt = await h.mount({ extra: ['--no-write-behind', '--protect-interval', '3s'] });
+  // The interval is long enough that no protection run starts while the unpack is written (a run starts
+  // once the oldest change is a third of an interval old), even on a slow machine.
+  const mnt = await h.mount({ extra: ['--no-write-behind', '--protect-interval', '15s'] });
   const fsync = (name: string, text: string): Promise<string> =>
     shOk(`python3 -c 'import os; fd = os.open("${mnt}/${name}", os.O_WRONLY | os.O_CREAT, 0o644); os.write(fd, b"${text}"); os.fsync(fd)'`);
   await fsync('first', 'sealed'); // a HEAD for the log to follow
@@ -117,7 +119,14 @@ test('an fsync that left fresh names out is followed by a seal within the interv
   await fsync('note', 'fsynced');
   const log = await homefsOk(['log', h.ref, '--store', h.storeUrl]);
   assert.match(log.split('\n')[0] ?? '', /log segment/, 'the fsync wrote a segment (that left fresh names out), not a seal');
-  await sleep(5_000); // more than the interval: the partial segment does not count, so protection seals
+  // The partial segment does not count, so protection seals: a third of an interval after the unpack began.
+  let newest = '';
+  const sealed = /^\s*\d+\s.*\sprotect$/; // a generation's line, not a segment's
+  for (let i = 0; i < 150 && !sealed.test(newest); i++) {
+    await sleep(100);
+    newest = (await homefsOk(['log', h.ref, '--store', h.storeUrl])).split('\n')[0] ?? '';
+  }
+  assert.match(newest, sealed, 'protection sealed after the partial segment, within the interval');
   await h.kill9(mnt);
   const fresh = await h.mount({ host: 'fresh', mnt: h.mountpoint('fresh'), extra: ['--takeover'] });
   assert.equal(readFileSync(path.join(fresh, 'note'), 'utf8'), 'fsynced');
