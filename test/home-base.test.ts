@@ -29,6 +29,8 @@ const HOME = 'alice';
 class WakeStore extends ForwardingStore {
   readonly created: string[] = [];
   crash: ((op: 'put' | 'putIfAbsent', key: string) => boolean) | null = null;
+  /** Runs just before a create-if-absent write of `key` goes through (another writer gets there first). */
+  race: ((key: string) => Promise<void>) | null = null;
   override put(key: string, data: Buffer): Promise<void> {
     if (this.crash?.('put', key)) return Promise.reject(new Error(`crashed before writing ${key}`));
     return super.put(key, data);
@@ -36,7 +38,9 @@ class WakeStore extends ForwardingStore {
   override putIfAbsent(key: string, data: Buffer): Promise<boolean> {
     if (this.crash?.('putIfAbsent', key)) return Promise.reject(new Error(`crashed before writing ${key}`));
     this.created.push(key);
-    return super.putIfAbsent(key, data);
+    const race = this.race;
+    if (!race) return super.putIfAbsent(key, data);
+    return race(key).then(() => super.putIfAbsent(key, data));
   }
 }
 
@@ -118,4 +122,20 @@ test('a wake after a clean release is no claimant: no new generation, its fsyncs
   assert.deepEqual(await readHead(mem, ORG, HOME), { gen: 0, snapshot: s0 });
   assert.equal(await isTombstoneAt(mem, 0, 0), true);
   assert.deepEqual(r.log, { gen: 0, nextSeq: 1 });
+});
+
+test('a segment written while the wake claims the log (its tombstone loses the race) is claimed again and replayed', async () => {
+  const mem = new MemoryStore();
+  await advanceHead(mem, ORG, HOME, null, await putLogSnapshot(mem, ORG, HOME));
+  const store = new WakeStore(mem);
+  let raced = null as Awaited<ReturnType<typeof writeSegment>> | null; // (set in the race)
+  store.race = async (key) => {
+    if (key !== logKey(ORG, HOME, 0, 0) || raced) return;
+    raced = await writeSegment(mem, ORG, HOME, 0, 0, 'old', 'fsynced while the wake listed the log');
+  };
+  const r = await wake(store, 'new', false);
+  assert.ok(raced, 'the other writer took seq 0 first');
+  assert.equal(await isTombstoneAt(mem, 0, 1), true, 'the second claim took seq 1');
+  assert.deepEqual(await readHead(mem, ORG, HOME), { gen: 1, snapshot: raced.segment.snapshot }, "the raced segment was replayed: nothing fsync'd is lost");
+  assert.deepEqual(r.log, { gen: 1, nextSeq: 0 });
 });

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { HomeMetrics } from '../src/metrics/homefs.js';
-import { MeteredStore } from '../src/store/metered.js';
+import { LateMeters, MeteredStore } from '../src/store/metered.js';
 import { MemoryStore } from '../src/store/memory.js';
 import { createLogger, parseLevel, prettyLine } from '../src/util/log.js';
 import { progressBar, renderBar } from '../src/util/progress.js';
@@ -115,4 +115,25 @@ test('metrics: MeteredStore counts bytes fetched and uploaded by kind, latency b
   assert.doesNotMatch(text, /kind="store"/, 'a missing object is not an error');
   assert.match(text, /^homefs_store_request_seconds_count\{op="put"\} 2$/m);
   assert.match(text, /^homefs_store_request_seconds_count\{op="get"\} 2$/m);
+});
+
+test('metrics: LateMeters keeps the requests made before the metrics exist, with their latency, and hands them over at bind', async () => {
+  const late = new LateMeters();
+  const mem = new MemoryStore();
+  const s = new MeteredStore(mem, late);
+  await s.put('acme/homes/a/LEASE', Buffer.alloc(10));
+  const slow = new MeteredStore({ ...mem, get: () => new Promise<Buffer>((r) => setTimeout(() => r(Buffer.alloc(3)), 60)) } as unknown as MemoryStore, late);
+  const inFlight = slow.get('acme/homes/a/LEASE'); // ends after bind
+  await assert.rejects(s.get('acme/homes/a/HEAD-missing'));
+  const m = new HomeMetrics();
+  assert.doesNotMatch(await m.render(), /op="put"/, 'nothing is counted before bind');
+  late.bind(m.storeMeters());
+  await inFlight;
+  await s.get('acme/homes/a/LEASE');
+  const text = await m.render();
+  assert.match(text, /^homefs_store_request_seconds_count\{op="put"\} 1$/m, 'the write before bind');
+  assert.match(text, /^homefs_store_request_seconds_count\{op="get"\} 3$/m, 'the reads before, across and after bind');
+  assert.match(text, /^homefs_store_uploaded_bytes_total\{kind="other"\} 10$/m);
+  const sum = Number(/^homefs_store_request_seconds_sum\{op="get"\} ([0-9.e-]+)$/m.exec(text)?.[1]);
+  assert.ok(sum >= 0.05, `the request across bind keeps its latency (gets took ${sum} s in all)`);
 });

@@ -5,8 +5,9 @@
  * SIGTERM/SIGINT or umount, each of which performs the final seal first.
  *
  * This module is loaded by every `homefs mount`, so it imports little: the daemon starts opening the store
- * (its create-if-absent probe and first reads in flight) before it imports the rest of homefs (the home, the
- * FUSE adapter, the metrics), and the command that only starts the daemon imports none of it.
+ * (its create-if-absent probe in flight) and claiming the home (home/claim.ts: the pid lock, the lease, HEAD)
+ * before it imports the rest of homefs (the home, the FUSE adapter, the metrics), and the command that only
+ * starts the daemon imports none of it.
  */
 import { spawn } from 'node:child_process';
 import { closeSync, fstatSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
@@ -18,6 +19,7 @@ import type { MountConfig, MountedHome } from '../home/home.js';
 import type { HomeMetrics } from '../metrics/homefs.js';
 import { openStore } from '../store/open.js';
 import { homePaths } from '../home/paths.js';
+import { startClaim, type Claim } from '../home/claim.js';
 import { UsageError, UserError, errorMessage } from '../util/errors.js';
 import { parseHomeRef } from '../util/names.js';
 import { parseBytes, parseDuration } from '../util/units.js';
@@ -146,8 +148,11 @@ async function runDaemon(cfg: MountConfig, level: string, metricsAddr: ListenAdd
   opening.catch(() => undefined); // (awaited by wake)
   let home: MountedHome;
   let services: DaemonServices | undefined;
-  let handedOver = false; // wake closes the store from then on, whatever happens
+  let claim: Claim | undefined;
+  let handedOver = false; // wake closes the store (and gives back the claim) from then on, whatever happens
   try {
+    // The pid lock, the lease and HEAD's read go ahead while the rest of homefs loads.
+    claim = startClaim(cfg, opening, log);
     const [{ mount, nativeReplies }, { MountedHome }, homefsMetrics, { DaemonServices }] = await Promise.all([
       import('../fuse/index.js'), import('../home/home.js'), import('../metrics/homefs.js'), import('../daemon/services.js'),
     ]);
@@ -158,11 +163,15 @@ async function runDaemon(cfg: MountConfig, level: string, metricsAddr: ListenAdd
     const logPath = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir).log;
     services = await DaemonServices.start({ metrics, log, logPath, metricsAddr, what: `${cfg.org}/${cfg.home} at ${cfg.mountpoint}` });
     handedOver = true;
-    home = await MountedHome.wake(cfg, log, mount as never, services.hooks(), { store: opening, marks: { startup: startedAt, imports: importedAt } });
+    home = await MountedHome.wake(cfg, log, mount as never, services.hooks(), { store: opening, claim, marks: { startup: startedAt, imports: importedAt } });
     services.attach(home);
   } catch (e) {
     services?.close();
-    if (!handedOver) await opening.then((s) => s.close(), () => undefined);
+    if (!handedOver) {
+      await claim?.lease.then((l) => l?.release(), () => undefined).catch(() => undefined);
+      claim?.unlock();
+      await opening.then((s) => s.close(), () => undefined);
+    }
     // wake gave back what it took (lease, journal, cache); the process must not linger either way.
     const exitCode = e instanceof UserError ? e.exitCode : ExitCode.internal;
     log.error({ err: errorMessage(e), ...(exitCode === ExitCode.internal ? { stack: (e as Error)?.stack } : {}) }, 'mount failed');

@@ -18,7 +18,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { journalTestOptions } from '../config.js';
 import { Journal } from '../inodes/journal.js';
 import { advanceHead, readHead, type HeadRecord } from '../snapshot/heads.js';
-import { claimLog, liveHead, OverlayStore, pendingSegment, segmentObjects, type LogEntry, type Segment } from '../snapshot/homelog.js';
+import { claimLog, claimLogAhead, liveHead, OverlayStore, pendingSegment, segmentObjects, type LogEntry, type Segment } from '../snapshot/homelog.js';
 import type { Store } from '../store/store.js';
 import { ObjectStore } from '../snapshot/objects.js';
 import type { Snapshot, SnapshotStats } from '../model/tree.js';
@@ -110,13 +110,28 @@ async function choose(
   let seg: Segment | null = null;
   if (head && writer !== null) {
     const h = head;
-    const claim = async (gen: number): Promise<readonly LogEntry[]> => {
-      const c = await claimLog(objects.store, org, home, gen, writer);
-      if (gen === h.gen) own = { gen, tombstone: c.tombstone };
+    const pending = (list: (gen: number) => Promise<readonly LogEntry[]>): Promise<Segment | null> =>
+      // From `found` down: the log of the generation this wake created is empty, and only this mount writes it.
+      pendingSegment(objects.store, org, home, h, (msg) => log.error({ org, home }, msg), { list, ...(found ? { from: found.gen } : {}), prefetch: true });
+    // The segments are read while the tombstones are written (claimLogAhead); a lost race claims and reads again.
+    const ahead: Array<Promise<boolean>> = [];
+    seg = await pending(async (gen) => {
+      const c = await claimLogAhead(objects.store, org, home, gen, writer);
+      ahead.push(c.tombstone.then((t) => {
+        if (t !== null && gen === h.gen) own = { gen, tombstone: t };
+        return t !== null;
+      }));
       return c.seqs;
-    };
-    // From `found` down: the log of the generation this wake created is empty, and only this mount writes it.
-    seg = await pendingSegment(objects.store, org, home, h, (msg) => log.error({ org, home }, msg), { list: claim, ...(found ? { from: found.gen } : {}), prefetch: true });
+    });
+    if (!(await Promise.all(ahead)).every(Boolean)) {
+      log.info({ org, home }, 'another writer appended to the log while this wake claimed it: claiming again');
+      own = null;
+      seg = await pending(async (gen) => {
+        const c = await claimLog(objects.store, org, home, gen, writer);
+        if (gen === h.gen) own = { gen, tombstone: c.tombstone };
+        return c.seqs;
+      });
+    }
   }
   // A read-only mount claims and replays nothing, but shows what was fsync'd since HEAD (its caller reads
   // through a store that serves that segment's objects: `readOnlyStore`).

@@ -9,7 +9,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Server } from 'node:net';
 import type { Logger } from 'pino';
@@ -41,9 +40,9 @@ import { retrying } from '../util/backoff.js';
 import { HeadConflictError, UserError, errorMessage } from '../util/errors.js';
 import { chooseBase, LOG_OK, LOG_SEQ, readOnlyStore } from './base.js';
 import { serveControl, type ControlReply, type ControlRequest } from './control.js';
-import { Lease } from './lease.js';
-import { homePaths, type HomePaths } from './paths.js';
-import { acquirePidLock } from './pidlock.js';
+import type { Lease } from './lease.js';
+import { startClaim, type Claim } from './claim.js';
+import type { HomePaths } from './paths.js';
 import { Sealer } from './sealer.js';
 import { CacheMetricsMirror, Capacity, dirtyTotals, homeStatus } from './report.js';
 import { HashPool } from '../hash/pool.js';
@@ -58,9 +57,7 @@ import { HotSet } from './hotset.js';
 import { NsPack } from './nspack.js';
 import { wantsNsPack } from '../snapshot/nspack.js';
 import { PackReads } from './packreads.js';
-import { makeDirsSync } from '../util/mkdirs.js';
 import { WakePhases } from './phases.js';
-import { readHead, type HeadRecord } from '../snapshot/heads.js';
 
 
 export type HomeState = 'waking' | 'active' | 'parked' | 'securing' | 'asleep';
@@ -111,6 +108,8 @@ export interface WakeStart {
   store: Promise<Store>;
   /** performance.now() at the daemon's start of work (after Node's start and the CLI's imports) and after its imports. */
   marks?: { startup: number; imports: number };
+  /** The pid lock and the lease, claimed while the daemon imported homefs (claim.ts); else wake starts it. */
+  claim?: Claim;
 }
 
 export class MountedHome {
@@ -226,15 +225,15 @@ export class MountedHome {
   static async wake(cfg: MountConfig, log: Logger, mountFn: MountFn, hooks: HomeHooks, start: WakeStart): Promise<MountedHome> {
     const phases = new WakePhases(start.marks);
     phases.mark('services');
-    const paths = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir);
-    let unlock: () => void;
+    let claim: Claim;
     try {
-      makeDirsSync(paths.stateDir, 0o700);
-      unlock = acquirePidLock(paths.pidFile, `${cfg.org}/${cfg.home}`);
+      claim = start.claim ?? startClaim(cfg, start.store, log);
     } catch (e) {
       await start.store.then((s) => s.close(), () => undefined);
       throw e;
     }
+    claim.meters.bind(hooks.metrics.storeMeters());
+    const { paths, unlock } = claim;
     const undo: Array<() => Promise<void> | void> = [unlock];
     let failed = false; // the wake gave everything back: nothing may start on what it closed
     try {
@@ -289,15 +288,9 @@ export class MountedHome {
       const upper = new UpperFiles(paths.upper);
       const excludes = new Excludes(cfg.excludes);
       const contentOpts = { readaheadBlocks: defaults.readaheadBlocks, quotaBytes: cfg.quotaBytes, kernelOwnsTimes: !cfg.readOnly };
-      // The lease is claimed while the block cache opens. HEAD is read once the lease's look has shown no live
-      // lease of another holder (unless --takeover), alongside the lease's write: a holder's last seal moves HEAD
-      // before its lease goes, so a HEAD read after that look sees it. chooseBase writes nothing before both.
-      let headRead: Promise<HeadRecord | null> | undefined;
-      const claiming = cfg.readOnly ? Promise.resolve(undefined) : MountedHome.claimLease(cfg, store, paths, log, () => {
-        headRead = readHead(store, cfg.org, cfg.home);
-        headRead.catch(() => undefined); // (awaited by chooseBase)
-      }).then((l) => {
-        undo.push(() => l.release());
+      // The lease is claimed (claim.ts) while the block cache opens. chooseBase writes nothing before both.
+      const claiming = claim.lease.then((l) => {
+        if (l) undo.push(() => l.release());
         return l;
       });
       const [cacheDone, claimed] = await Promise.allSettled([cacheReady, claiming]);
@@ -316,7 +309,7 @@ export class MountedHome {
           if (!(e instanceof HeadConflictError)) throw e;
           log.warn({ err: e.message }, 'local changes kept as a conflict snapshot');
         }
-      }, lease?.token ?? null, headRead);
+      }, lease?.token ?? null, claim.headRead());
       phases.mark('base');
       const journal = choice.journal;
       undo.push(async () => {
@@ -376,25 +369,6 @@ export class MountedHome {
       for (const step of undo.reverse()) await Promise.resolve().then(step).catch((u: unknown) => log.warn({ err: errorMessage(u) }, 'cleanup after a failed mount'));
       throw e;
     }
-  }
-
-  /** `onClear`: the lease's look found no live lease of another holder (or --takeover): see Lease.acquire. */
-  private static async claimLease(cfg: MountConfig, store: Store, paths: HomePaths, log: Logger, onClear: () => void): Promise<Lease> {
-    // The lease token identifies this state directory, so a crashed daemon's successor reclaims at once.
-    const tokenFile = `${paths.stateDir}/lease-token`;
-    const { readFileSync, writeFileSync } = await import('node:fs');
-    let token: string;
-    try {
-      token = readFileSync(tokenFile, 'utf8').trim();
-    } catch {
-      token = randomBytes(16).toString('hex');
-      writeFileSync(tokenFile, token, { mode: 0o600 });
-    }
-    const lease = new Lease(store, cfg.org, cfg.home, token, cfg.mountpoint, cfg.leaseTtlMs, (by) => {
-      log.error({ org: cfg.org, home: cfg.home, by: by.host }, 'lease taken over by another host: this mount can no longer advance HEAD');
-    });
-    await lease.acquire(cfg.takeover, onClear);
-    return lease;
   }
 
   private mount(mountFn: MountFn): void {

@@ -145,6 +145,10 @@ export class HomeMetrics {
       fetched: (kind, bytes) => this.bytesFetched.inc({ kind }, bytes),
       uploaded: (kind, bytes) => this.bytesUploaded.inc({ kind }, bytes),
       failed: () => this.errors.inc({ kind: 'store' }),
+      ended: (op, kind, seconds) => {
+        this.storeRequests.inc({ op, kind });
+        this.storeSeconds.observe({ op }, seconds);
+      },
     };
   }
 

@@ -193,6 +193,21 @@ export async function claimLog(store: Store, org: string, home: string, gen: num
   throw new Error(`cannot claim the log of ${org}/${home}: another writer keeps appending to it`);
 }
 
+/**
+ * claimLog's first attempt, returned as soon as the listing is in: the entries, newest first, and the
+ * tombstone's write still in flight (`tombstone`: its sequence number, or null when another writer took
+ * that number first). Entries below a tombstone never change (each is created once, at the number after
+ * the newest its writer saw), so a caller reads them while the tombstone is written; if it lost the race,
+ * the caller claims again with claimLog and reads again.
+ */
+export async function claimLogAhead(store: Store, org: string, home: string, gen: number, writer: string): Promise<{ seqs: LogEntry[]; tombstone: Promise<number | null> }> {
+  const seqs = await listLog(store, org, home, gen);
+  const next = (seqs[0]?.seq ?? -1) + 1;
+  const tombstone = createEntry(store, logKey(org, home, gen, next), encodeTombstone({ home: `${org}/${home}`, gen, seq: next }, writer)).then((ok) => (ok ? next : null));
+  tombstone.catch(() => undefined); // (awaited by the caller)
+  return { seqs, tombstone };
+}
+
 /** The log entry `seq` of generation `gen`: null if absent or a tombstone; FormatError if it is not a valid segment. */
 async function readSegment(store: Store, org: string, home: string, gen: number, seq: number): Promise<Segment | null> {
   let buf: Buffer;

@@ -155,7 +155,12 @@ export function packRanges(slices: readonly PackSlice[], rangeBytes: number, fir
 export interface SliceSink {
   /** Whether the object is still wanted (checked just before it is verified; default: yes). */
   wants?(entry: HotEntry): boolean;
-  /** An object whose bytes matched its hash (a copy, not a view of the range). */
+  /**
+   * An object whose bytes matched its hash: a view of the range's buffer, not a copy. A copy per object cost
+   * the daemon's thread more than hashing did during a wake (fresh small allocations, and the collections
+   * they bring on); a view keeps its range alive while any of the range's objects is held, which bounds the
+   * extra memory by the bytes fetched (docs/decisions.md, "Wake: what comes in before the mount").
+   */
   good(entry: HotEntry, data: Buffer): void;
   /** An object that did not match its hash, or whose range could not be read (`err`). */
   bad(entry: HotEntry, err?: unknown): void;
@@ -201,6 +206,6 @@ export function cutSlices(data: Buffer, at: number, slices: readonly PackSlice[]
 function cutSlice(data: Buffer, at: number, s: PackSlice, sink: SliceSink): void {
   if (sink.wants && !sink.wants(s.entry)) return;
   const piece = data.subarray(s.offset - at, s.offset - at + s.entry.size);
-  if (piece.length === s.entry.size && hashBuffer(piece) === s.entry.hash) sink.good(s.entry, Buffer.from(piece));
+  if (piece.length === s.entry.size && hashBuffer(piece) === s.entry.hash) sink.good(s.entry, piece);
   else sink.bad(s.entry);
 }

@@ -2,7 +2,8 @@
  * A store whose writes wait for a gate: reads go through at once, every write (put, putIfAbsent, delete)
  * first waits for `gate` and fails with its error if it rejects. A mount opens its store this way so that
  * its first reads (lease, HEAD, snapshot) overlap the create-if-absent probe (probe.ts) while nothing is
- * written before the probe has confirmed that HEAD can advance safely on this store. `close` waits for
+ * written before the probe has confirmed that HEAD can advance safely on this store (but for the lease,
+ * through `ungated`: it advances nothing, and a wake whose probe fails releases it). `close` waits for
  * `settled` (the probe's own clean-up) before closing the store under it.
  */
 import { ForwardingStore } from './forwarding.js';
@@ -13,6 +14,11 @@ export class GatedStore extends ForwardingStore {
     super(inner);
     gate.catch(() => undefined); // reported by the writes (and whoever awaits the gate), not as unhandled
     settled.catch(() => undefined);
+  }
+
+  /** The store without the gate, for the one write that may precede the probe: the lease's (home/claim.ts). */
+  get ungated(): Store {
+    return this.inner;
   }
 
   override async put(key: string, data: Buffer): Promise<void> {

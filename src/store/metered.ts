@@ -17,6 +17,50 @@ export interface StoreMeters {
   uploaded(kind: string, bytes: number): void;
   /** A request failed (for any reason but a missing object). */
   failed(op: string): void;
+  /** Counts one request of `op` on a key of `kind` that already took `seconds` (LateMeters replays so). */
+  ended(op: string, kind: string, seconds: number): void;
+}
+
+/**
+ * Meters for requests made before the real ones exist (a daemon's first requests, while its metrics module
+ * still loads: home/claim.ts): each is kept, with its latency, and handed over at `bind`; from then on
+ * everything goes straight through.
+ */
+export class LateMeters implements StoreMeters {
+  private real: StoreMeters | null = null;
+  private readonly kept: Array<(m: StoreMeters) => void> = [];
+
+  private when(fn: (m: StoreMeters) => void): void {
+    if (this.real) fn(this.real);
+    else this.kept.push(fn);
+  }
+
+  bind(real: StoreMeters): void {
+    this.real = real;
+    for (const fn of this.kept.splice(0)) fn(real);
+  }
+
+  startRequest(op: string, kind: string): () => void {
+    if (this.real) return this.real.startRequest(op, kind);
+    const t0 = performance.now();
+    return () => this.when((m) => m.ended(op, kind, (performance.now() - t0) / 1000));
+  }
+
+  fetched(kind: string, bytes: number): void {
+    this.when((m) => m.fetched(kind, bytes));
+  }
+
+  uploaded(kind: string, bytes: number): void {
+    this.when((m) => m.uploaded(kind, bytes));
+  }
+
+  failed(op: string): void {
+    this.when((m) => m.failed(op));
+  }
+
+  ended(op: string, kind: string, seconds: number): void {
+    this.when((m) => m.ended(op, kind, seconds));
+  }
 }
 
 export class MeteredStore extends ForwardingStore {
