@@ -52,6 +52,8 @@ export class NsPack {
   /** The root in the pack's header (null: none found); `loadedRoot` forgets it when trees were rejected. */
   private packRoot: string | null = null;
   private stopped = false;
+  /** The first range, fetched by `start` before `load` asked for it. */
+  private early: Promise<Buffer> | null = null;
 
   constructor(
     private readonly store: Store,
@@ -63,18 +65,21 @@ export class NsPack {
   ) {}
 
   /**
-   * Starts bringing the pack's trees into the cache (once; later calls return the same promise). A wake
-   * starts it as soon as the cache is open, before it has chosen its base: the trees are verified by hash,
-   * so which snapshot the pack is of only decides `sameRoot` (see `load`). Never throws.
+   * Starts fetching the pack's first range (once). A wake starts it as soon as the cache is open, before it
+   * has chosen its base; the trees are cut out of it and verified by `load`, once the mount serves: cutting
+   * thousands of trees earlier would hold the event loop inside the wake's chain of round trips. Which
+   * snapshot the pack is of only decides `sameRoot`. Never throws (a failed fetch is retried by `load`).
    */
-  start(): Promise<NsLoadReport> {
-    this.loading ??= this.loadAll();
-    return this.loading;
+  start(): void {
+    if (this.loading || this.early) return;
+    this.early = this.store.getRange(nsPackKey(this.org, this.home), 0, this.opts.rangeBytes);
+    this.early.catch(() => undefined); // (awaited by load, or given up)
   }
 
-  /** The pack's trees in the cache (started now unless `start` was called), and whether it is of `root`. Never throws. */
+  /** The pack's trees in the cache (loaded once), and whether it is of `root`. Never throws. */
   async load(root: string): Promise<NsLoadReport> {
-    const r = await this.start();
+    this.loading ??= this.loadAll();
+    const r = await this.loading;
     r.sameRoot = r.found && this.packRoot === root;
     return r;
   }
@@ -102,7 +107,9 @@ export class NsPack {
 
   private async range(offset: number, length: number, r: NsLoadReport): Promise<Buffer> {
     r.requests++;
-    const data = await this.store.getRange(nsPackKey(this.org, this.home), offset, length);
+    const early = offset === 0 && length === this.opts.rangeBytes ? this.early : null;
+    this.early = null;
+    const data = await (early ?? this.store.getRange(nsPackKey(this.org, this.home), offset, length));
     r.bytesFetched += data.length;
     return data;
   }

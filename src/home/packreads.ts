@@ -78,10 +78,14 @@ export class PackReads {
     this.key = pushPackKey(org, home);
   }
 
-  /** Loads the index (two ranged GETs at most); never throws. */
-  async load(): Promise<void> {
+  /**
+   * Loads the index (two ranged GETs at most); never throws. With `decodeAfter`, decodes it only once that
+   * resolves (a wake: once the mount serves, so that decoding stays out of the wake's round trips).
+   */
+  async load(decodeAfter?: Promise<void>): Promise<void> {
     try {
       const first = await this.get(0, Math.min(this.opts.windowBytes, this.opts.maxIndexBytes));
+      await decodeAfter;
       const indexEnd = pushPackIndexLength(first);
       if (indexEnd > this.opts.maxIndexBytes) {
         this.report.state = 'skipped';
