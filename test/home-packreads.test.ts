@@ -108,6 +108,18 @@ test('before the index loads, and with no pack, fetches are left to blocks/', as
   assert.equal(await r.fetch(hashes[0] as string), undefined);
 });
 
+test('a lazy load keeps the index undecoded until the first cold read, which decodes it and is served', async () => {
+  const { store, data, hashes } = await seeded();
+  const r = new PackReads(store, ORG, HOME, OPTS);
+  await r.load({ lazy: true });
+  assert.deepEqual({ state: r.report.state, blocks: r.report.blocks }, { state: 'fetched', blocks: 0 }, 'fetched, not decoded');
+  const afterLoad = packGets(store);
+  assert.deepEqual(await r.fetch(hashes[4] as string), data[4]);
+  assert.deepEqual({ state: r.report.state, blocks: r.report.blocks }, { state: 'ready', blocks: 12 });
+  assert.equal(packGets(store), afterLoad + 1, 'one window, no second read of the index');
+  assert.equal(blockGets(store), 0);
+});
+
 test('a damaged pack is not used; a corrupted block in a window is rejected', async () => {
   const { store, hashes } = await seeded();
   const key = pushPackKey(ORG, HOME);

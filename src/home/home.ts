@@ -248,14 +248,14 @@ export class MountedHome {
       undo.push(() => store.close());
       const objects = new ObjectStore(store, cfg.org);
       // Cold reads cut out of the push pack, where the store is remote (a local one costs no round trips).
-      // CPU work that can wait (decoding the push pack's index, cutting the namespace pack) waits until the
-      // mount serves: before, it would hold the event loop inside the wake's chain of round trips.
+      // CPU work that can wait stays out of the wake's chain of round trips: the push pack's index is decoded
+      // at the first cold read, the namespace pack's trees are cut once the mount serves (`serving`).
       let served = (): void => undefined;
       const serving = new Promise<void>((resolve) => {
         served = resolve;
       });
       const packReads = overNetwork(store.url) ? new PackReads(store, cfg.org, cfg.home, defaults.packReads, log) : null;
-      void packReads?.load(serving); // in the background: fetches before it has loaded go to blocks/
+      void packReads?.load({ lazy: true }); // in the background: fetches before it has loaded go to blocks/
       const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log, ...(packReads ? { pack: packReads } : {}) });
       const cacheReady = cache.init().then(() => void undo.push(() => cache.close()));
       const hot = new HotSet(store, cfg.org, cfg.home, cache, log, cfg.cacheBytes / 2);
@@ -369,7 +369,7 @@ export class MountedHome {
       log.info({ op: 'wake.phases', ms: phases.report() }, 'wake phases (ms)');
       hot.serving();
       // A turn of the loop first, so that the warm-up's requests for the bulk of the wake pack are out before
-      // the CPU work that waited for the mount (the push pack's index, the namespace pack's trees) holds it.
+      // the namespace pack's trees are cut.
       setImmediate(served);
       const root = choice.rootTree;
       if (root && h.nsPack) void serving.then(() => h.walkNamespace(root, remote));

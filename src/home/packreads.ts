@@ -42,8 +42,8 @@ export interface PackReadOptions {
 
 /** What the push pack did for this mount (`status`, `pushpack`). */
 export interface PackReadReport {
-  /** loading, none (no pack), skipped (damaged or too large), ready. */
-  state: 'loading' | 'none' | 'skipped' | 'ready';
+  /** loading, none (no pack), skipped (damaged or too large), fetched (decoded at the first cold read), ready. */
+  state: 'loading' | 'none' | 'skipped' | 'fetched' | 'ready';
   blocks: number;
   windows: number;
   /** Blocks served from windows; blocks that failed their hash; window GETs that failed. */
@@ -73,19 +73,21 @@ export class PackReads {
   private aheadInFlight = 0;
   /** Per entry: 1 once its block was handed out (the cache has it; no window reads it again unasked). */
   private taken = new Uint8Array(0);
+  /** The index's bytes, kept by `load({ lazy })` until the first `has` or `fetch` decodes them. */
+  private undecoded: Buffer | null = null;
 
   constructor(private readonly store: Store, org: string, home: string, private readonly opts: PackReadOptions, private readonly log?: Logger) {
     this.key = pushPackKey(org, home);
   }
 
   /**
-   * Loads the index (two ranged GETs at most); never throws. With `decodeAfter`, decodes it only once that
-   * resolves (a wake: once the mount serves, so that decoding stays out of the wake's round trips).
+   * Loads the index (two ranged GETs at most); never throws. With `lazy`, the index's bytes are kept and
+   * decoded at the first `has` or `fetch` (state `fetched` until then): a wake whose reads all hit its hot
+   * set never spends the CPU (~40 ms for 17k blocks, right when the mount starts serving).
    */
-  async load(decodeAfter?: Promise<void>): Promise<void> {
+  async load(opts: { lazy?: boolean } = {}): Promise<void> {
     try {
       const first = await this.get(0, Math.min(this.opts.windowBytes, this.opts.maxIndexBytes));
-      await decodeAfter;
       const indexEnd = pushPackIndexLength(first);
       if (indexEnd > this.opts.maxIndexBytes) {
         this.report.state = 'skipped';
@@ -93,23 +95,49 @@ export class PackReads {
         return;
       }
       const head = first.length >= indexEnd ? first : Buffer.concat([first, await this.get(first.length, indexEnd - first.length)]);
-      const index = decodePushPackIndex(head);
-      this.entries = index.entries;
-      this.taken = new Uint8Array(index.entries.length);
-      this.dataStart = index.dataStart;
-      const where = new Map<string, number>();
-      index.entries.forEach((e, i) => where.set(e.hash, i));
-      this.where = where;
-      this.report.blocks = index.entries.length;
-      this.report.state = 'ready';
+      if (opts.lazy) {
+        this.undecoded = head;
+        this.report.state = 'fetched';
+      } else {
+        this.decode(head);
+      }
     } catch (e) {
-      this.report.state = e instanceof NotFoundError ? 'none' : 'skipped';
-      if (!(e instanceof NotFoundError)) this.log?.warn({ op: 'pushpack.load', err: errorMessage(e) }, 'push pack not used; cold reads fetch block by block');
+      this.failed(e);
     }
+  }
+
+  private decode(head: Buffer): void {
+    const index = decodePushPackIndex(head);
+    this.entries = index.entries;
+    this.taken = new Uint8Array(index.entries.length);
+    this.dataStart = index.dataStart;
+    const where = new Map<string, number>();
+    index.entries.forEach((e, i) => where.set(e.hash, i));
+    this.where = where;
+    this.report.blocks = index.entries.length;
+    this.report.state = 'ready';
+  }
+
+  /** Decodes the index `load({ lazy })` kept, once. */
+  private decodeKept(): void {
+    const head = this.undecoded;
+    if (!head) return;
+    this.undecoded = null;
+    try {
+      this.decode(head);
+    } catch (e) {
+      this.failed(e);
+    }
+  }
+
+  private failed(e: unknown): void {
+    this.report.state = e instanceof NotFoundError ? 'none' : 'skipped';
+    if (!(e instanceof NotFoundError)) this.log?.warn({ op: 'pushpack.load', err: errorMessage(e) }, 'push pack not used; cold reads fetch block by block');
   }
 
   /** Whether the pack can supply `hash` now (held, in a window in flight, or in the index). */
   has(hash: string): boolean {
+    this.decodeKept();
     return this.held.has(hash) || this.inflight.has(hash) || (this.where?.has(hash) ?? false);
   }
 
@@ -118,6 +146,7 @@ export class PackReads {
    * it, index not loaded yet, window failed, hash mismatch): the caller then fetches from `blocks/`.
    */
   async fetch(hash: string): Promise<Buffer | undefined> {
+    this.decodeKept();
     const at = this.where?.get(hash);
     const forward = at !== undefined && this.walk(at);
     const ready = this.take(hash);
