@@ -246,6 +246,8 @@ export class MountedHome {
       }) : opened;
       const store = new MeteredStore(withWriteDelays(readable, { heads: headsPrefix(cfg.org, cfg.home), headMs: headDelayMs, blocks: objectsPrefix(cfg.org, 'blocks'), blockMs: blockDelayMs }), hooks.metrics.storeMeters());
       undo.push(() => store.close());
+      // (before the store closes: undo runs in reverse) A lease the claim took is given back, whatever failed.
+      undo.push(() => claim.lease.then((l) => l?.release(), () => undefined));
       const objects = new ObjectStore(store, cfg.org);
       // Cold reads cut out of the push pack, where the store is remote (a local one costs no round trips).
       // CPU work that can wait stays out of the wake's chain of round trips: the push pack's index is decoded
@@ -295,11 +297,7 @@ export class MountedHome {
       const excludes = new Excludes(cfg.excludes);
       const contentOpts = { readaheadBlocks: defaults.readaheadBlocks, quotaBytes: cfg.quotaBytes, kernelOwnsTimes: !cfg.readOnly };
       // The lease is claimed (claim.ts) while the block cache opens. chooseBase writes nothing before both.
-      const claiming = claim.lease.then((l) => {
-        if (l) undo.push(() => l.release());
-        return l;
-      });
-      const [cacheDone, claimed] = await Promise.allSettled([cacheReady, claiming]);
+      const [cacheDone, claimed] = await Promise.allSettled([cacheReady, claim.lease]);
       if (cacheDone.status === 'rejected') throw cacheDone.reason;
       if (claimed.status === 'rejected') throw claimed.reason;
       const lease = claimed.value;
