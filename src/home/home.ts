@@ -249,13 +249,8 @@ export class MountedHome {
       // (before the store closes: undo runs in reverse) A lease the claim took is given back, whatever failed.
       undo.push(() => claim.lease.then((l) => l?.release(), () => undefined));
       const objects = new ObjectStore(store, cfg.org);
-      // Cold reads cut out of the push pack, where the store is remote (a local one costs no round trips).
-      // CPU work that can wait stays out of the wake's chain of round trips: the push pack's index is decoded
-      // at the first cold read, the namespace pack's trees are cut once the mount serves (`serving`).
-      let served = (): void => undefined;
-      const serving = new Promise<void>((resolve) => {
-        served = resolve;
-      });
+      // Cold reads cut out of the push pack, where the store is remote (a local one costs no round trips). Its
+      // index is decoded at the first cold read: not inside the wake's chain of round trips.
       const packReads = overNetwork(store.url) ? new PackReads(store, cfg.org, cfg.home, defaults.packReads, log) : null;
       void packReads?.load({ lazy: true }); // in the background: fetches before it has loaded go to blocks/
       const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log, ...(packReads ? { pack: packReads } : {}) });
@@ -367,10 +362,9 @@ export class MountedHome {
       log.info({ op: 'wake.phases', ms: phases.report() }, 'wake phases (ms)');
       hot.serving();
       // A turn of the loop first, so that the warm-up's requests for the bulk of the wake pack are out before
-      // the namespace pack's trees are cut.
-      setImmediate(served);
+      // the namespace pack's trees are cut (not before the mount either: inside the wake's round trips).
       const root = choice.rootTree;
-      if (root && h.nsPack) void serving.then(() => h.walkNamespace(root, remote));
+      if (root && h.nsPack) setImmediate(() => h.walkNamespace(root, remote));
       return h;
     } catch (e) {
       failed = true;

@@ -14,7 +14,7 @@ import { defaults } from '../config.js';
 import { nsPackIndexLength, NSPACK_HEADER, NSPACK_ROOT, readNsPack, storeNsPack } from '../snapshot/nspack.js';
 import { nsPackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
-import { FormatError, errorMessage } from '../util/errors.js';
+import { FormatError, NotFoundError, errorMessage } from '../util/errors.js';
 
 /** The part of the block cache the pack uses (BlockCache's public API). */
 export interface NsCache {
@@ -107,9 +107,11 @@ export class NsPack {
 
   private async range(offset: number, length: number, r: NsLoadReport): Promise<Buffer> {
     r.requests++;
+    const get = (): Promise<Buffer> => this.store.getRange(nsPackKey(this.org, this.home), offset, length);
     const early = offset === 0 && length === this.opts.rangeBytes ? this.early : null;
     this.early = null;
-    const data = await (early ?? this.store.getRange(nsPackKey(this.org, this.home), offset, length));
+    // An early fetch that failed (but for a missing pack) is made again.
+    const data = await (early ? early.catch((e: unknown) => (e instanceof NotFoundError ? Promise.reject(e) : get())) : get());
     r.bytesFetched += data.length;
     return data;
   }
