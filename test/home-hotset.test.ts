@@ -128,7 +128,9 @@ test('a warm-up stays within its byte budget, in record order', async () => {
 test('no record, or one that does not decode: the warm-up does nothing and does not throw', async () => {
   const store = new MemoryStore();
   const cache = new FakeCache();
-  assert.equal((await warm(new HotSet(store, 'acme', 'a', cache, log, Infinity))).record, false);
+  const none = new HotSet(store, 'acme', 'a', cache, log, Infinity);
+  assert.equal((await warm(none)).record, false);
+  await none.issued(); // (a warm-up with nothing to warm issued all it will: a wake's walk is not held back)
   await store.put(hotsetKey('acme', 'a'), Buffer.from('HFHS\x07garbage'));
   const r = await warm(new HotSet(store, 'acme', 'a', cache, log, Infinity));
   assert.equal(r.record, false);
@@ -149,21 +151,36 @@ test('before the mount serves, a warm-up takes only the record and the pack\'s f
   await rec.save(null, true);
   const ranges: number[] = [];
   const getRange = store.getRange.bind(store);
+  let openGate = (): void => undefined;
+  const gate = new Promise<void>((resolve) => {
+    openGate = resolve;
+  });
   store.getRange = (key: string, offset: number, length: number) => {
     ranges.push(offset);
-    return getRange(key, offset, length);
+    return offset === 0 ? getRange(key, offset, length) : gate.then(() => getRange(key, offset, length)); // the bulk is held
   };
   for (const served of [true, false]) {
     ranges.length = 0;
     const cache = new FakeCache();
     const h = new HotSet(store, 'acme', 'a', cache, log, Infinity);
     const warming = h.warmUp();
+    let issued = false;
+    void h.issued().then(() => {
+      issued = true;
+    });
     await new Promise((r) => setTimeout(r, 20));
     assert.deepEqual(ranges, [0], 'only the first range before the mount serves');
     assert.deepEqual(cache.puts, [`block/${objs[0]?.hash}`]);
     assert.deepEqual(cache.prefetched, [], 'no prefetch before the mount serves');
+    assert.equal(issued, false, 'nothing more issued before the mount serves');
     if (served) h.serving();
     else h.stop();
+    await h.issued(); // while the bulk's GET is still held
+    if (served) {
+      assert.equal(ranges.length, 2, 'the bulk range is requested by the time the warm-up says it issued it');
+      assert.deepEqual(cache.prefetched, [`block/${big.hash}`], 'and the unpacked object is handed to prefetch');
+    }
+    openGate();
     const r = await warming;
     assert.equal(r.done, true);
     if (served) {

@@ -361,10 +361,10 @@ export class MountedHome {
       phases.mark('fuse');
       log.info({ op: 'wake.phases', ms: phases.report() }, 'wake phases (ms)');
       hot.serving();
-      // A turn of the loop first, so that the warm-up's requests for the bulk of the wake pack are out before
-      // the namespace pack's trees are cut (not before the mount either: inside the wake's round trips).
+      // The warm-up's requests for the bulk of the wake pack go out first, then (a turn of the loop later, once
+      // they are written) the namespace pack's trees are cut: not before the mount either, inside its round trips.
       const root = choice.rootTree;
-      if (root && h.nsPack) setImmediate(() => h.walkNamespace(root, remote));
+      if (root && h.nsPack) void hot.issued().then(() => setImmediate(() => h.walkNamespace(root, remote)));
       return h;
     } catch (e) {
       failed = true;
