@@ -118,7 +118,6 @@ function checkMountpoint(mountpoint: string, cfg: MountConfig): void {
   if (isMountpoint(mountpoint)) throw new UserError(`${mountpoint} is already a mountpoint; unmount it first (homefs sleep ${mountpoint})`);
 }
 
-/** What the daemon tells the `homefs mount` that started it, once: the mount is live, or why it is not. */
 /** The daemon's heaviest imports, each about 10–30 ms to evaluate (the home module then finds them loaded). */
 const IMPORT_PARTS: ReadonlyArray<() => Promise<unknown>> = [
   () => import('lmdb'),
@@ -128,6 +127,7 @@ const IMPORT_PARTS: ReadonlyArray<() => Promise<unknown>> = [
   () => import('../fs/adapter.js'),
 ];
 
+/** What the daemon tells the `homefs mount` that started it, once: the mount is live, or why it is not. */
 type StartReport = { ready: true } | { ready?: false; error: string; exitCode: number };
 
 function reportToParent(m: StartReport): Promise<void> {

@@ -117,10 +117,12 @@ async function choose(
     const ahead: Array<Promise<boolean>> = [];
     seg = await pending(async (gen) => {
       const c = await claimLogAhead(objects.store, org, home, gen, writer);
-      ahead.push(c.tombstone.then((t) => {
+      const claimed = c.tombstone.then((t) => {
         if (t !== null && gen === h.gen) own = { gen, tombstone: t };
         return t !== null;
-      }));
+      });
+      claimed.catch(() => undefined); // (a failed write fails the wake below, unless reading failed first)
+      ahead.push(claimed);
       return c.seqs;
     });
     if (!(await Promise.all(ahead)).every(Boolean)) {
