@@ -118,7 +118,7 @@ function checkMountpoint(mountpoint: string, cfg: MountConfig): void {
   if (isMountpoint(mountpoint)) throw new UserError(`${mountpoint} is already a mountpoint; unmount it first (homefs sleep ${mountpoint})`);
 }
 
-/** The daemon's heaviest imports, each about 10–30 ms to evaluate (the home module then finds them loaded). */
+/** The daemon's heaviest imports, loaded one part at a time (the home module then finds them loaded). */
 const IMPORT_PARTS: ReadonlyArray<() => Promise<unknown>> = [
   () => import('lmdb'),
   () => import('../metrics/homefs.js'),

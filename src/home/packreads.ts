@@ -83,7 +83,7 @@ export class PackReads {
   /**
    * Loads the index (two ranged GETs at most); never throws. With `lazy`, the index's bytes are kept and
    * decoded at the first `has` or `fetch` (state `fetched` until then): a wake whose reads all hit its hot
-   * set never spends the CPU (~40 ms for 17k blocks, right when the mount starts serving).
+   * set never spends the CPU (tens of ms at 17k blocks, right when the mount starts serving).
    */
   async load(opts: { lazy?: boolean } = {}): Promise<void> {
     try {

@@ -148,7 +148,7 @@ export function decodePushPackIndex(buf: Buffer, what = 'push pack'): PushPackIn
   const entries: PushPackEntry[] = [];
   let end = 0;
   // Plain numbers, not BigInts: an index of tens of thousands of entries is decoded at a mount's first cold
-  // read, and BigInt arithmetic per entry made that twice as slow. A 64-bit offset past 2^53 is out of bounds
+  // read, and a BigInt per entry costs more than two 32-bit reads. A 64-bit offset past 2^53 is out of bounds
   // of any pack (`dataBytes` is a Number too), so the high word is checked before it is used.
   for (let i = 0, at = PUSHPACK_HEADER; i < count; i++, at += ENTRY) {
     const high = buf.readUInt32LE(at + 36);
