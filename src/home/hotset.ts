@@ -119,10 +119,18 @@ export class HotSet {
     const entries = [...this.seen.values()].map((e) => ({ ...e, size: e.size || (this.cache.size(e.kind, e.hash) ?? 0), packed: false }));
     let packBytes = 0;
     if (withPack) {
-      const parts: Buffer[] = [];
+      // The pack is filled in place: holding the objects read and then a copy of them all doubled the
+      // daemon's memory at sleep by up to the pack's budget.
+      const picked: typeof entries = [];
+      let room = 0;
       for (const e of entries) {
-        if (e.size === 0 || e.size > this.opts.packObjectMax || packBytes + e.size > this.opts.packBytes) continue;
+        if (e.size === 0 || e.size > this.opts.packObjectMax || room + e.size > this.opts.packBytes) continue;
         if (!this.cache.has(e.kind, e.hash)) continue; // never fetch at sleep just to pack
+        picked.push(e);
+        room += e.size;
+      }
+      const pack = Buffer.allocUnsafe(room);
+      for (const e of picked) {
         let data: Buffer;
         try {
           data = await this.cache.get(e.kind, e.hash);
@@ -130,11 +138,11 @@ export class HotSet {
           continue;
         }
         if (data.length !== e.size) continue;
-        parts.push(data);
+        data.copy(pack, packBytes);
         e.packed = true;
         packBytes += e.size;
       }
-      if (packBytes > 0) await this.store.put(wakePackKey(this.org, this.home), Buffer.concat(parts, packBytes));
+      if (packBytes > 0) await this.store.put(wakePackKey(this.org, this.home), pack.subarray(0, packBytes));
     }
     await this.store.put(hotsetKey(this.org, this.home), encodeHotSet({ snapshot, packBytes, entries }));
     this.packSaved = withPack;

@@ -29,6 +29,8 @@ export const MAX_XATTRS = 1024;
 export const MAX_XATTR_NAME_BYTES = 255;
 export const MAX_XATTR_VALUE_BYTES = 65536;
 export const MAX_SIZE = Number.MAX_SAFE_INTEGER;
+/** The high 32 bits of MAX_SIZE. */
+const MAX_SIZE_HIGH = 0x1fffff;
 /** Tree versions this homefs reads (and `TREE_VERSION`, the newest, which it writes). */
 export const TREE_VERSION_V1 = 1;
 export const TREE_VERSION_V2 = 2;
@@ -201,16 +203,25 @@ class Reader {
   }
   u64(): number {
     this.need(8);
-    const v = this.buf.readBigUInt64LE(this.pos);
+    // Two 32-bit halves: no BigInt is allocated for the sizes and inode numbers of every entry.
+    const lo = this.buf.readUInt32LE(this.pos);
+    const hi = this.buf.readUInt32LE(this.pos + 4);
     this.pos += 8;
-    if (v > BigInt(MAX_SIZE)) throw new FormatError(this.what, `64-bit value ${v} at byte ${this.pos - 8} exceeds 2^53-1`);
-    return Number(v);
+    if (hi > MAX_SIZE_HIGH) throw new FormatError(this.what, `64-bit value ${(BigInt(hi) << 32n) | BigInt(lo)} at byte ${this.pos - 8} exceeds 2^53-1`);
+    return hi === 0 ? lo : hi * 2 ** 32 + lo; // a small value stays a small integer, not a boxed double
   }
   i64(): bigint {
     this.need(8);
     const v = this.buf.readBigInt64LE(this.pos);
     this.pos += 8;
     return v;
+  }
+  /** The next `n` bytes as hex digits (no view of them is made). */
+  hex(n: number): string {
+    this.need(n);
+    const h = this.buf.toString('hex', this.pos, this.pos + n);
+    this.pos += n;
+    return h;
   }
   bytes(n: number): Buffer {
     this.need(n);
@@ -319,7 +330,8 @@ export function decodeTree(buf: Buffer, hashForErrors?: string): Tree {
     const gid = r.u32();
     const size = r.u64();
     const mtimeNs = r.i64();
-    const ctimeNs = r.i64();
+    const c = r.i64();
+    const ctimeNs = c === mtimeNs ? mtimeNs : c; // one BigInt for both when equal (records keep them)
     const link = r.u32();
     const nlink = version >= TREE_VERSION_V2 ? r.u32() : 0;
     const ino = version >= TREE_VERSION ? r.u64() : 0;
@@ -332,13 +344,14 @@ export function decodeTree(buf: Buffer, hashForErrors?: string): Tree {
         const n = blockCount(size);
         // A hostile size must not make us allocate for blocks the tree cannot hold.
         if (n * 32 > r.remaining) throw new FormatError(what, `entry ${JSON.stringify(name)}: ${n} blocks for size ${size} cannot fit in ${r.remaining} bytes`);
-        const blocks: string[] = [];
-        for (let b = 0; b < n; b++) blocks.push(r.bytes(32).toString('hex'));
+        // Sized up front: a pushed-to array keeps room for 17 elements, and a home's records keep these.
+        const blocks = new Array<string>(n);
+        for (let b = 0; b < n; b++) blocks[b] = r.hex(32);
         e.blocks = blocks;
         break;
       }
       case 'dir':
-        e.tree = r.bytes(32).toString('hex');
+        e.tree = r.hex(32);
         break;
       case 'symlink': {
         const n = r.u16();
