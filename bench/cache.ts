@@ -5,7 +5,7 @@
  * hits, disk hits (re-verified) and store misses (MemoryStore, so the fetch itself costs ~nothing).
  *
  *
- * Then the local cost of a cold small object (issue 11 item 5: target <= 1 ms): `get()` of `small` distinct
+ * Then the local cost of a cold small object (target <= 1 ms): `get()` of `small` distinct
  * 4 KiB objects that are only in a zero-latency store, each counted until its disk file is written
  * (`flush()`), one at a time and 64 at a time; and the first range read of a file found on disk at start
  * (not yet trusted by this process: hashed whole once).

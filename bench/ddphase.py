@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The large-write row split into its phases (issue 13): write(2)s and fsync timed apart.
+"""The large-write row split into its phases: write(2)s and fsync timed apart.
 
   python3 bench/ddphase.py SOURCE DEST   (e.g. SOURCE a 512 MiB file of random data, DEST a path on a mount)
 

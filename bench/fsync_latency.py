@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""fsync latency at an added store round-trip time (issue 12), side by side with one plain 4 KiB PUT.
+"""fsync latency at an added store round-trip time, side by side with one plain 4 KiB PUT.
 
 Puts fstests' latency proxy (fstests/lib/proxy.py) in front of the S3 endpoint of HOMEFS_TEST_S3_URL
 (`eval "$(test/support/ceph.sh start)"`), mounts a fresh home with --fsync store through it, and times,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/hotset-wake.sh [--rtt MS] [--scale X] [--work DIR] [--skip-peers] [--no-wake] [--reuse PREFIX]
-# Measures issue 11 items 3 and 6 against the test Ceph behind a latency proxy (bench/latency-proxy.ts):
+# Measures the hot set and the wake against the test Ceph behind a latency proxy (bench/latency-proxy.ts):
 # first push vs restic backup, pull vs restic restore, and the agent-resumes session (mount, cat a note,
 # grep -r through the checkout) on a fresh host: first wake, hot-set wake with the wake pack, and hot-set
 # wake with plain parallel prefetch (the same record without its pack). Prints one line per step.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The per-request floor of a mount (issue 13): µs per call of loops that each cost one FUSE request or none.
+"""The per-request floor of a mount: µs per call of loops that each cost one FUSE request or none.
 
   python3 bench/reqfloor.py DIR [N]   (bench/reqfloor.sh mounts a fresh home and runs it there and on ext4)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Which FUSE requests each system call of a file extraction causes (issue 13, docs/benchmarks.md).
+"""Which FUSE requests each system call of a file extraction causes (docs/benchmarks.md, the write path).
 
 Usage: python3 bench/request-anatomy.py MNT [tar|git]   (MNT: a mounted homefs home, writeback cache on, the default)
 

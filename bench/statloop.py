@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""stat of many files with the kernel's dentries dropped before each round (issue 13, the stat row).
+"""stat of many files with the kernel's dentries dropped before each round (the stat row of the write path).
 
   python3 bench/statloop.py DIR [ROUNDS]   (DIR holds f0 … f9999, e.g. made by writepath's create row)
 

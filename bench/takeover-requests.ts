@@ -1,6 +1,6 @@
 /**
  * Store requests of one wake (`chooseBase`, home/base.ts) from a fresh state directory, counted by kind
- * (not a test): what a takeover's fence and log replay cost (issue 12, the fencing race). Scenarios over an
+ * (not a test): what a takeover's fence and log replay cost (the fencing race). Scenarios over an
  * in-memory store holding one sealed HEAD (a snapshot with the log feature):
  * - `takeover, log empty`: `--takeover` (a claimant), nothing fsync'd since HEAD;
  * - `takeover, 1 segment`: a claimant, one segment of another host pending;

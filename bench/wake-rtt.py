@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Wake over a store one network hop away (issue 11), until `bench/run --rtt` exists: a synthetic home is
+"""Wake over a store one network hop away, until `bench/run --rtt` exists: a synthetic home is
 pushed to the test Ceph directly, then mounted on an empty host through fstests/lib/proxy.py adding RTT_MS
 before every request, and an agent's first steps are timed: mount, cat one notes file, `find` over the
 home, grep -r through one repo (its files read one by one). Prints one Markdown row per build given, with

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The local write path side by side (issue 13): native ext4, bindfs and homefs builds, interleaved.
+"""The local write path side by side: native ext4, bindfs and homefs builds, interleaved.
 
   bench/writepath.py [--rounds 3] [--homefs NAME=DIR ...] [--only ROW,...] [--work /var/tmp/wp-bench]
 

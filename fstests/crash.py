@@ -387,7 +387,7 @@ with open(log, 'a', buffering=1) as out:
 
 @check('crash.kill9_small_inline_files_survive', needs=('homefs',), timeout=240)
 def _(t):
-    """Small new files are held in the journal, with no upper file (issue 13): a writer creates, writes
+    """Small new files are held in the journal, with no upper file: a writer creates, writes
     and closes small files one after the other, and appends a line to a small log file after each;
     kill -9 of the daemon while it runs. No upper file exists for any of them (their bytes were only in
     the journal), and after a remount on the same state dir every file whose close returned is complete,
@@ -479,7 +479,7 @@ for _step in range(4):
         _make_replace(_step, _variant)
 
 
-# --- the fsync log (issue 12) -------------------------------------------------------------------------
+# --- the fsync log ------------------------------------------------------------------------------------
 
 _STREAM = ('import os,sys,random\n'
            'd=sys.argv[1]\n'

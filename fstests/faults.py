@@ -319,7 +319,7 @@ def _(t):
 
 @check('faults.log_parked_costs_no_requests', needs=('homefs', 's3'), timeout=240)
 def _(t):
-    """The fsync log (issue 12) costs nothing while the home is parked: with fsync'd segments pending and no
+    """The fsync log costs nothing while the home is parked: with fsync'd segments pending and no
     seal due (--idle-seal 1h), a parked mount sends the store nothing but its lease renewals."""
     h = S3Home(t, 'logparked')
     try:
@@ -353,7 +353,7 @@ def _(t):
 
 @check('faults.store_outage_mid_log', needs=('homefs', 's3'), timeout=400)
 def _(t):
-    """The fsync log (issue 12) across a store outage: fsyncs logged before it survive, the fsync during it
+    """The fsync log across a store outage: fsyncs logged before it survive, the fsync during it
     fails with EIO (never a lie), the next one after it succeeds, and a fresh host after kill -9 sees all
     that was acknowledged."""
     h = S3Home(t, 'logoutage')

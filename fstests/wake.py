@@ -1,4 +1,4 @@
-"""Waking over a store one network hop away (issue 11): lib/proxy.py sits between the daemon and the S3
+"""Waking over a store one network hop away: lib/proxy.py sits between the daemon and the S3
 endpoint and counts requests by kind. Asserts: the mount fetches every tree of HEAD in the background
 (so a later `find` costs no tree request); the second cold read of a small file in a directory prefetches
 the directory's other small files (reading them afterwards costs no block request), and two such

@@ -91,7 +91,7 @@ export const defaults = {
   /**
    * After a loop turn that answered FUSE requests, the daemon waits this long awake (yielding the CPU) for
    * the next one before it sleeps: a synchronous client's next request then finds it awake instead of paying
-   * an idle CPU's wake-up (~30 µs of a ~47 µs round trip on this VM; docs/benchmarks.md, issue 13). 0: never.
+   * an idle CPU's wake-up (~30 µs of a ~47 µs round trip on this VM; docs/benchmarks.md, the write path). 0: never.
    */
   fuseSpinUs: 50,
   /**
@@ -201,7 +201,7 @@ export const defaults = {
     memoryBytes: 64 * 1024 * 1024,
     /** Store GETs in flight at most (foreground reads and prefetch together). */
     fetchParallelism: 96,
-    /** Of those, prefetch (namespace walk, readahead, neighbours) uses at most this many: issue 11 wants >= 64. */
+    /** Of those, prefetch (namespace walk, readahead, neighbours) uses at most this many (at least 64 for the wake over a real store). */
     prefetchParallelism: 64,
     /** A second cold read in a directory of a file of at most this size prefetches its other files this small, */
     neighbourFileBytes: 256 * 1024,

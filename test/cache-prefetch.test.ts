@@ -1,5 +1,5 @@
 /**
- * Block cache prefetch and inserts (issue 11): a reader's fetch jumps ahead of a long prefetch queue;
+ * Block cache prefetch and inserts: a reader's fetch jumps ahead of a long prefetch queue;
  * getInBackground is FIFO behind earlier prefetches and joins fetches in flight; prefetch keeps the disk
  * cap and never evicts pinned blocks (those of open files); a file found on disk at start is hashed whole
  * before any range of it is served, so a torn file left by a host crash is fetched again, never served;

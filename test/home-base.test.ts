@@ -1,5 +1,5 @@
 /**
- * The wake (home/base.ts `chooseBase`) against the fencing race (issue 12): a claimant advances HEAD to the
+ * The wake (home/base.ts `chooseBase`) against the fencing race: a claimant advances HEAD to the
  * same snapshot before it writes any tombstone, so a seal of the old holder loses HEAD; and a claimant that
  * crashes after that advance (before its tombstone, or before its replay) leaves a home whose pending log
  * readers still see and the next wake claims and replays, from a log tail too. A wake after a clean release

@@ -1,5 +1,5 @@
 /**
- * Crash safety (issue 4 "Done when"): kill -9 of the daemon during writes, then a remount on the same
+ * Crash safety: kill -9 of the daemon during writes, then a remount on the same
  * state directory keeps everything written before the kill; a fresh host taking over sees the last
  * committed snapshot, including every file fsync'd under --fsync store; a takeover fences the old holder.
  */

@@ -1,10 +1,10 @@
 /**
- * An fsync during a seal goes to the seal's log tail instead of waiting for the seal (issue 12): through a
+ * An fsync during a seal goes to the seal's log tail instead of waiting for the seal: through a
  * real mount whose HEAD writes are held back (HOMEFS_TEST_HEAD_DELAY_MS), an fsync returns while
  * `homefs sync` is still sealing, and what it returned for survives kill -9 whichever of the two landed
  * first: the segment alone (the seal never committed), or the segment and then the seal's HEAD. With block
  * writes held back (HOMEFS_TEST_BLOCK_DELAY_MS), an fsync of a file the seal is still uploading waits for
- * neither that upload nor the seal. The fencing race (issue 12): a takeover while the old holder's seal has
+ * neither that upload nor the seal. The fencing race: a takeover while the old holder's seal has
  * passed its last look at its segments and waits for its HEAD write; the old holder's fsync fenced by the
  * claimant's tombstone fails, and its seal must then lose HEAD too, so nothing that fsync held is visible.
  */

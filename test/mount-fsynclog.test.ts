@@ -1,5 +1,5 @@
 /**
- * The fsync log through a real mount and the CLI (issue 12): what an fsync returned for is in the home's
+ * The fsync log through a real mount and the CLI: what an fsync returned for is in the home's
  * log, not yet sealed, and every reader (log, ls, cat, pull, diff, du, verify, locality, a read-only mount,
  * fork) sees it; after kill -9 a fresh host
  * replays it. The newest segment is chained (it holds only the last fsync's file, and relies on the segment

@@ -1,5 +1,5 @@
 /**
- * The git-index prefetch through a real mount over the test Ceph (issue 11, agent resumes): on a fresh host
+ * The git-index prefetch through a real mount over the test Ceph (the agent resuming on a fresh host): on a fresh host
  * the first lookup of a repo's `.git/index` prefetches the small tracked files of its work tree that git
  * will read (their stat data differs from the index's: here a copied repo), so reading them afterwards
  * needs no store fetch, and git sees the pushed repo clean.

@@ -1,5 +1,5 @@
 /**
- * The hot set through real mounts (issue 11 item 3): a session's reads are recorded at sleep with a wake
+ * The hot set through real mounts: a session's reads are recorded at sleep with a wake
  * pack; a fresh host streams them into its cache and pulls at most 1.5x the bytes it touches; with the
  * record or the pack missing, damaged or of an unknown version, a fresh host still serves correct bytes;
  * gc never deletes the record or the pack and does not keep alive what they name.

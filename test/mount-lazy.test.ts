@@ -1,5 +1,5 @@
 /**
- * Lazy wake and store outages (issue 4 "Done when"): a fresh host mounting a 1 GiB home fetches only what
+ * Lazy wake and store outages: a fresh host mounting a 1 GiB home fetches only what
  * it reads (plus metadata and the readahead bound); with the store gone, cached files stay readable,
  * uncached reads fail with EIO quickly, the daemon stays up, and everything resumes when the store returns.
  */

@@ -6,7 +6,7 @@
  * Whether nobody may open /dev/fuse is decided per test, without touching the machine's /dev/fuse (other
  * tests use it concurrently): the scenario runs in a private mount namespace (`unshare --mount`) where a
  * fresh device node for the same device (10:229) is bind-mounted over /dev/fuse, mode 0600 root (the
- * machine in issue 14) or 0666; /etc/fuse.conf is replaced there too, so that --allow-other fails in
+ * machine as first reported) or 0666; /etc/fuse.conf is replaced there too, so that --allow-other fails in
  * fusermount3 itself whatever the host's configuration. Everything mounted in the namespace goes away with
  * it; a daemon left behind by a failed run is found by its command line and killed.
  */

@@ -1,5 +1,5 @@
 /**
- * The namespace pack through real mounts over the test Ceph (issue 11, `find` on a fresh host): a push
+ * The namespace pack through real mounts over the test Ceph (`find` on a fresh host): a push
  * writes every tree of the home into NSPACK; a fresh host brings them into its cache from a few ranged GETs
  * and lists the whole home correctly; with the pack damaged, of an unknown version, of an older snapshot, or
  * missing, a fresh host still lists the home correctly (trees come one GET each), and its sleep writes a

@@ -1,5 +1,5 @@
 /**
- * Size limits through a real mount (issue 14, items 1 and 3): a truncate, fallocate or write past the
+ * Size limits through a real mount: a truncate, fallocate or write past the
  * largest file a home holds answers EFBIG, never EIO (a write under the writeback cache: at fsync); a quota counts the home's file bytes exactly, so deleting frees
  * space again, before and after a seal, across a remount and after kill -9.
  */

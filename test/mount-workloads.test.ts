@@ -1,5 +1,5 @@
 /**
- * Real agent workloads inside a mounted home on the file store (issue 4 "Done when"): git, a 5,000-file
+ * Real agent workloads inside a mounted home on the file store: git, a 5,000-file
  * tar round trip and sqlite, each checked again from a fresh host. The S3 variant is mount-s3.test.ts.
  */
 import { after, before, test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * The shape of a seal's store traffic (issue 12): a change to a file 8 directories deep costs two round
+ * The shape of a seal's store traffic: a change to a file 8 directories deep costs two round
  * trips, not one per tree level. The store holds every request until the test releases it; the seal must
  * issue the block, all 9 changed trees, the snapshot and the gc fence's look without any of them having
  * answered, and HEAD only after all of them have. A seal that waited for a level before starting the next

@@ -164,7 +164,7 @@ async function main(): Promise<void> {
       }
     }
     done.push(sec);
-    // quick and full results are kept side by side (the full run has issue 4's exact sizes)
+    // quick and full results are kept side by side (the full run has the original sizes of the steady-state table)
     const key = quick ? sec.name : `${sec.name}@full`;
     if (!quick) sec.title = `${sec.title} — full sizes`;
     stored[key] = { command, date, md: sectionMd(sec), headlines: sec.headlines.map((h) => (quick ? h : { ...h, text: `[full] ${h.text}` })) };

@@ -3,7 +3,7 @@
  * 1 file, 100 files, or writing one large file, in homes of 1×, 4× and 16× the base file count — it must
  * stay flat in home size, because a seal hashes only dirty files — against an incremental `restic backup`
  * of the same change in a native copy of the same home (restic rescans the tree: it grows with the home).
- * The 16× home of the quick run has 100,000 files: its 1-file row is issue 4's "seal latency after one
+ * The 16× home of the quick run has 100,000 files: its 1-file row is the "seal latency after one
  * change in a 100k-file home".
  */
 import { join } from 'node:path';

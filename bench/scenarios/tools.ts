@@ -1,5 +1,5 @@
 /**
- * Scenario 6 and issue 4's table, the steady-state FUSE cost: the same workloads on native disk, bindfs
+ * Scenario 6, the steady-state FUSE cost: the same workloads on native disk, bindfs
  * (C libfuse loopback, the FUSE floor), homefs and rclone mount (--vfs-cache-mode full over a local
  * remote). Sequential write+fsync and read (cold, warm), 4 KiB random reads, create/stat/delete of 10,000
  * files, `tar x` of 5,000 files, `git clone` of and `git status` in a 20,000-file repository, `npm ci` from a
@@ -73,7 +73,7 @@ async function open(peer: string, dir: string, store: string, r: number, seqByte
 
 export const tools: Scenario = {
   name: 'tools',
-  title: '6. Steady-state FUSE cost for agent tools (with issue 4\'s table)',
+  title: '6. Steady-state FUSE cost for agent tools',
   async run(ctx: Ctx): Promise<Section> {
     const z = ctx.sizes;
     const fx = await fixtures(ctx.inputs, z.gitFiles, z.sqliteTx);

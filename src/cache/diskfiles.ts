@@ -4,7 +4,7 @@
  * the directory — sees either nothing or the whole object: the rename publishes a file only after its
  * last byte was written, and every process on the host sees the same page cache.
  *
- * No write is synced (issue 11: one fdatasync per cached object cost more than the rest of the insert).
+ * No write is synced (one fdatasync per cached object cost more than the rest of the insert).
  * Range reads of cached files are served without re-hashing the whole object, so a host crash must never
  * leave a torn file that gets served. That guarantee is kept by trust, not by syncs: a process range-reads
  * without hashing only files it wrote itself or has hashed whole since it started (`IndexEntry.verified`,

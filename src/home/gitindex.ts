@@ -1,5 +1,5 @@
 /**
- * Prefetch of a git work tree on the first lookup of its `.git/index` (issue 11, "agent resumes"). git
+ * Prefetch of a git work tree on the first lookup of its `.git/index` (the agent resuming on a fresh host). git
  * re-reads and hashes each tracked file whose stat data differs from what its index recorded, one at a
  * time, in index order: over a store one network hop away, one round trip per file. Homes serve the inode
  * numbers their trees record (model/inos.ts), so for a home pushed or sealed by this version nothing

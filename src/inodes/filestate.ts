@@ -18,10 +18,10 @@
  *
  * Room for the states later work adds (each is one more member of `FileContent`; `switch`es over
  * `state` end in `unreachable`, so the compiler lists every place that must handle a new one):
- *  - `logged` (per-home log, issue 12): dirty bytes of which some ranges are durable in a log segment but
+ *  - `logged` (the per-home fsync log): dirty bytes of which some ranges are durable in a log segment but
  *    not yet sealed: the `dirty` fields plus the logged ranges and their segment; a seal absorbs both.
  *
- *  - `inline` (small-file write path, issue 13): a new or emptied file (nothing sealed, no upper file)
+ *  - `inline` (the small-file write path): a new or emptied file (nothing sealed, no upper file)
  *    that stays small holds its bytes in its journal record, `data`, and has no upper file: creating,
  *    writing and deleting it cost no file-system calls. It is always unsealed. It becomes `dirty` (its
  *    bytes `spilled` into a new upper file) when it grows past the inline limit, and `copied` (the same,

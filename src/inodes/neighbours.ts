@@ -1,5 +1,5 @@
 /**
- * Prefetch of a directory's small files on the first cold read in it (issue 11 item 4). Readers such as
+ * Prefetch of a directory's small files on the first cold read in it. Readers such as
  * `grep -r`, `tar c`, `git status` and npm go through a directory one file at a time; over a store one
  * network hop away each cold file would cost its own round trip, one after another. When a second file
  * of at most `maxFileBytes` is read cold in one directory (one cold read is what a reader of scattered

@@ -1,6 +1,6 @@
 /**
  * Hashing and uploading the blocks of a large file while it is still being written, so that the seal
- * that follows (an fsync's, usually) has little left to do: issue 13's "large sequential writes and seal
+ * that follows (an fsync's, usually) has little left to do: "large sequential writes and seal
  * uploads stream". A sequential writer of a file larger than one block (SINGLE_BLOCK_MAX) completes one
  * 4 MiB block after another; each one the writer has moved past is read back holding only that block
  * (`Content.hashEarly`: writes to other blocks go on), hashed on the worker, and uploaded in the
