@@ -42,6 +42,9 @@ import { PrefetchQueue } from './prefetchqueue.js';
 
 export type { ObjectKind } from './diskfiles.js';
 
+/** Blocks of a store on this host's disk at least this large are copied into the cache directory (see `load`). */
+const LOCAL_COPY_MIN = 1024 * 1024;
+
 export interface CacheStats {
   /** Bytes and objects in the on-disk cache (as this daemon's index sees it). */
   bytes: number;
@@ -384,19 +387,21 @@ export class BlockCache {
   }
 
   private async load(kind: ObjectKind, hash: string, skipDisk: boolean, release?: Release): Promise<Loaded> {
-    // A tree from a store on this host's disk is read from there again when needed: a copy in the cache
-    // directory would cost an open, a write and a rename per directory (0.4 ms each, a third of a cold
-    // `find`'s CPU over a 26,000-directory home) and buy nothing. Blocks are still copied (reads of a few
-    // bytes of a large block are served from the copy's file, not by reading the whole object).
-    const direct = kind === 'meta' && this.localStore;
+    // An object of a store on this host's disk is read from there again when needed: the store is as near
+    // as the cache directory, so the cache neither looks there for an object its index does not list (one
+    // failed open per cold read) nor copies one there (an open, a write and a rename: 0.4 ms each, a third
+    // of a cold `find`'s CPU over a 26,000-directory home when trees were copied). Only blocks larger than
+    // LOCAL_COPY_MIN are still copied: reads of a few bytes of one are then served from the copy's file,
+    // not by reading the whole object.
+    const local = this.localStore && !this.index.has(cacheKey(kind, hash));
     try {
-      if (!skipDisk && !direct) {
+      if (!skipDisk && !local) {
         const data = await this.loadFromDisk(kind, hash);
         if (data) return { data, source: 'disk' };
       }
       const data = await this.fetch(kind, hash, release);
       this.memory?.set(cacheKey(kind, hash), data);
-      if (!direct) void this.writeToDisk(kind, hash, data).catch(() => undefined);
+      if (!this.localStore || (kind === 'block' && data.length >= LOCAL_COPY_MIN)) void this.writeToDisk(kind, hash, data).catch(() => undefined);
       return { data, source: 'store' };
     } finally {
       release?.();
