@@ -2,7 +2,7 @@
  * Hashing benchmark (not a test): BLAKE3 throughput of @napi-rs/blake-hash on one 256 MiB buffer, one-shot
  * and streaming (1 MiB updates), per 4 MiB block (what push does), and in a worker thread including the
  * transfer of the block; plus hash-wasm when it happens to be installed, and node's SHA-256 as a yardstick.
- * The figures go into docs/decisions.md, "Hashing".
+ * The figures go into docs/decisions/0002-blake3-hashing.md.
  *
  * Run: npx tsc -p . && node dist/bench/hash.js [MiB=256] [rounds=5]
  */

@@ -3,7 +3,7 @@
  * signed-here path (LeanS3Store, store/s3lean.ts), against the test Ceph (test/support/ceph.sh start; its
  * exports in the environment). N objects of SIZE bytes, 64 in flight: PUT, create-only PUT of existing
  * objects (412), GET. Prints wall time and this process's CPU per request. The figures go into
- * docs/decisions.md, "push and pull over a real store".
+ * docs/decisions/0039-s3-requests-without-the-sdk.md.
  *
  * Run: npx tsc -p . && eval "$(test/support/ceph.sh start)" && node dist/bench/s3-requests.js [N=3000] [SIZE=37000]
  */

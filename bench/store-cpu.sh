@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The store's own CPU per uploaded object (docs/decisions.md, "Foreground first"): /usr/include is unpacked
+# The store's own CPU per uploaded object (docs/decisions/0068-loss-window-and-foreground-first.md): /usr/include is unpacked
 # into a fresh mount with write-behind and protection off, then `homefs sleep` uploads it; prints the sleep's
 # wall time and the CPU the test Ceph's RGW and OSD used meanwhile (from /proc/PID/stat), and the files sealed.
 #   [RTT=20] bench/store-cpu.sh

@@ -97,7 +97,7 @@ export const defaults = {
   /**
    * While a FUSE request was answered in the last this many µs, idle-priority threads keep the machine's
    * other CPUs from halting (native/src/idlepoll.c), so that the reply wakes the caller without a halted
-   * vCPU's wake-up (docs/decisions.md, "Idle pollers"). 0: never, the default: the gain on this VM was
+   * vCPU's wake-up (docs/decisions/0064-idle-pollers.md). 0: never, the default: the gain on this VM was
    * mixed and noisy (faster creates, slower fsyncs, a slower first wake under load), so it is opt-in.
    */
   fuseIdlePollUs: 0,
@@ -122,7 +122,7 @@ export const defaults = {
   /**
    * While users' requests flow (home/foreground.ts), write-behind keeps at most this many files, and a
    * background seal this many blocks (at least one), in flight (`--background-writes`); at full speed
-   * otherwise. 0: the foreground pays nothing for them (docs/decisions.md, "Foreground first").
+   * otherwise. 0: the foreground pays nothing for them (docs/decisions/0068-loss-window-and-foreground-first.md).
    */
   backgroundWrites: 0,
   sealHashThreads: 1,
@@ -223,7 +223,7 @@ export const defaults = {
     /** Objects a session records at most, and their total bytes (past either, later reads are not recorded). */
     maxEntries: 200_000,
     maxBytes: 2 * 1024 * 1024 * 1024,
-    /** Write a wake pack at sleep (docs/decisions.md has the measurement that decided it). */
+    /** Write a wake pack at sleep (docs/decisions/0026-hot-set-and-wake-pack.md has the measurement that decided it). */
     pack: true,
     /** The wake pack holds objects up to this size, until it reaches its budget. */
     packObjectMax: 1024 * 1024,

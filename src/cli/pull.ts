@@ -32,8 +32,8 @@ export function register(program: Command): void {
       const { org, home, snapshot } = parseHomeRef(ref);
       // ~1 GB arrives in 4 and 8 MiB bodies, and in as many 64 KiB socket reads: every 64 MiB of them would
       // start a full GC of the heap (~50 MB of the snapshot's entries), back to back for the whole pull.
-      // Counted in the heap's global limit instead, they start one now and then (docs/decisions.md, "Pull:
-      // external memory counts in V8's global heap limit").
+      // Counted in the heap's global limit instead, they start one now and then (docs/decisions/
+      // 0061-pull-external-memory-in-heap-limit.md).
       setFlagsFromString('--external-memory-accounted-in-global-limit');
       const parallelism = parallelOption(opts.parallel);
       const progress = progressBar({ format: formatBytes });

@@ -1,7 +1,7 @@
 /**
  * BLAKE3-256 hashing of buffers, and the block layout of files.
  *
- * Backed by @napi-rs/blake-hash (native, ~4.5 GB/s on one core here; see docs/decisions.md). Hashing a
+ * Backed by @napi-rs/blake-hash (native, ~4.5 GB/s on one core here; see docs/decisions/0002-blake3-hashing.md). Hashing a
  * buffer is synchronous; callers on the FUSE thread hash large content through `HashPool` (pool.ts) so the
  * event loop never stalls for more than a few milliseconds.
  */

@@ -2,8 +2,8 @@
  * The first half of a wake, light enough that the daemon starts it before it imports the rest of homefs
  * (mount.ts): the home's pid lock at once, then, for a read-write mount, the lease (its look, then its
  * write) and HEAD's read once the look has shown no live lease of another holder. At +20 ms these are four
- * round trips, which now pass while the daemon's modules load instead of after (docs/decisions.md, "Wake:
- * the claim starts before the imports").
+ * round trips, which now pass while the daemon's modules load instead of after (docs/decisions/
+ * 0060-claim-before-imports.md).
  *
  * The lease's writes bypass the store's probe gate (store/gated.ts): a lease advances nothing, and a wake
  * whose probe fails releases it again. Everything else stays behind the gate, the takeover's HEAD and the

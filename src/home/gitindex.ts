@@ -10,7 +10,7 @@
  * budget, so git finds them cached or in flight. The other small tracked files (within what is left of the
  * budget) wait for the first cold read of one of them (`coldRead`): a reader going through the work tree
  * (grep -r, a build) then finds them cached or in flight instead of fetching them one read at a time, and a
- * stat-only `git status` alone fetches nothing more (measured: docs/decisions.md).
+ * stat-only `git status` alone fetches nothing more (measured: docs/decisions/0052-portable-inode-numbers.md).
  *
  * Only a hint: an index that cannot be read or parsed, or a path that does not resolve, just prefetches
  * less. Each git directory is handled once per mount.

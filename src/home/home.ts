@@ -163,7 +163,7 @@ export class MountedHome {
   /** Logs of older generations may exist (from before this mount): the next seal deletes their segments. */
   private oldLogs = true;
   /**
-   * The seal running now (docs/decisions.md "fsync during a seal"): no ordinary segment starts meanwhile.
+   * The seal running now (docs/decisions/0032-log-tail.md): no ordinary segment starts meanwhile.
    * With `tail`, fsyncs go to its log tail: segments of its base generation `gen` from `seq` on; `walked`
    * resolves with the seal's dedupe record once it has captured every file (null if it ended before).
    * `done` resolves when it has ended.

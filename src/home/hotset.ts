@@ -155,7 +155,7 @@ export class HotSet {
    * and the pack's small first range (what the last session read first) come in meanwhile; every object is
    * verified by hash, so neither needs to know the snapshot. The rest waits for `serving`: receiving the
    * bulk of the pack inside the mount's chain of small requests would only delay the mount by as much as it
-   * gains (docs/decisions.md, "Wake: what comes in before the mount"). Never throws.
+   * gains (docs/decisions/0059-wake-early-fetches.md). Never throws.
    */
   warmUp(): Promise<WarmReport> {
     this.warming ??= this.warmAll();

@@ -134,7 +134,7 @@ export class NsPack {
           r.rejected++;
           if (err !== undefined) this.log.debug({ op: 'nspack.load', hash, err: errorMessage(err) }, 'namespace pack range failed; the walk fetches its trees');
         },
-      }, this.opts, `namespace pack of ${this.org}/${this.home}`); // not sliced: a lookup that came first would fetch its tree alone (docs/decisions.md)
+      }, this.opts, `namespace pack of ${this.org}/${this.home}`); // not sliced: a lookup that came first would fetch its tree alone (docs/decisions/0056-wake-time-slices.md)
     } catch (e) {
       if (!(e instanceof FormatError)) throw e;
       this.log.warn({ op: 'nspack.load', err: e.message }, 'namespace pack ignored');

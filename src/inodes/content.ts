@@ -39,7 +39,7 @@ import { RangeLocks } from './rangelock.js';
 /** Blocks of one file in flight at once during a seal's capture (each up to 4 MiB in memory). */
 const SEAL_WINDOW = 4;
 
-/** A new file up to this size holds its bytes in its journal record (measured: docs/decisions.md). */
+/** A new file up to this size holds its bytes in its journal record (measured: docs/decisions/0041-inline-small-files.md). */
 export const INLINE_MAX = 8 * 1024;
 /** Inline bytes this process holds at most (in memory, in the journal's records); past it, files spill. */
 const INLINE_TOTAL_MAX = 64 * 1024 * 1024;

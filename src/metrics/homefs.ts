@@ -14,8 +14,8 @@ import type { ProtectionReport } from '../home/protect.js';
 import { OpMeter } from './opmeter.js';
 
 // prom-client's parts, each from its own file: its index also loads the Pushgateway (node:https, so TLS) and
-// the cluster aggregator, about 100 ms of a mount's start for nothing used here (docs/decisions.md, "wake:
-// serving sooner"). The package has no `exports` map: these paths are its files as published.
+// the cluster aggregator, about 100 ms of a mount's start for nothing used here (docs/decisions/
+// 0054-wake-serving-sooner.md). The package has no `exports` map: these paths are its files as published.
 const require = createRequire(import.meta.url);
 const Registry = require('prom-client/lib/registry') as typeof Prom.Registry;
 const Counter = require('prom-client/lib/counter') as typeof Prom.Counter;

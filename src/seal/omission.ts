@@ -1,6 +1,6 @@
 /**
  * What an fsync's log segment may leave out, so that its cost follows what was fsync'd and not the unpack
- * that came just before it (docs/decisions.md, "An fsync after a burst leaves fresh names out").
+ * that came just before it (docs/decisions/0067-fresh-names-left-out.md).
  *
  * A segment holds the whole home, but for names that were never durable: a file, directory or symlink
  * created by this process that no landed segment or seal holds yet (`fresh`), under a name its directory

@@ -159,7 +159,7 @@ export interface SliceSink {
    * An object whose bytes matched its hash: a view of the range's buffer, not a copy. A copy per object cost
    * the daemon's thread more than hashing did during a wake (fresh small allocations, and the collections
    * they bring on); a view keeps its range alive while any of the range's objects is held, which bounds the
-   * extra memory by the bytes fetched (docs/decisions.md, "Wake: what comes in before the mount").
+   * extra memory by the bytes fetched (docs/decisions/0060-claim-before-imports.md).
    */
   good(entry: HotEntry, data: Buffer): void;
   /** An object that did not match its hash, or whose range could not be read (`err`). */

@@ -44,7 +44,7 @@ import { formatS3Url, parseS3Url, type S3Location } from './s3-url.js';
 export { formatS3Url, parseS3Url, type S3Location };
 
 /**
- * SDK middleware every request would run for nothing here (docs/decisions.md has the measurement): the
+ * SDK middleware every request would run for nothing here (docs/decisions/0045-s3-sdk-lean-middleware.md has the measurement): the
  * SDK's logger (no logger is configured), the User-Agent builder and the Lambda recursion-detection
  * header. (The retry middleware stays although retries are off: signing is anchored to it.)
  */

@@ -3,8 +3,8 @@
  * given its endpoint): every request (HEAD, GET, ranged GET, PUT, conditional PUT, DELETE, ListObjectsV2,
  * HeadBucket, and multipart uploads) is signed here (AWS Signature V4, node:crypto) and sent over node:http(s) with kept-alive
  * connections. The SDK costs about 1.2 ms of CPU per request on this project's benchmark machine, this
- * about 0.35 ms (docs/decisions.md, "push and pull: requests without the SDK"); and loading the SDK costs a
- * mount about a quarter of a second before its first request (docs/decisions.md, "wake: serving sooner").
+ * about 0.35 ms (docs/decisions/0039-s3-requests-without-the-sdk.md); and loading the SDK costs a
+ * mount about a quarter of a second before its first request (docs/decisions/0054-wake-serving-sooner.md).
  *
  * The identity: static credentials from AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY [+ AWS_SESSION_TOKEN]
  * when no profile is named (URL `profile=` or AWS_PROFILE; the SDK's default chain also takes the

@@ -1,5 +1,5 @@
 /**
- * CPU per store request of the S3 client, by hand (docs/decisions.md, "S3 client: CPU per request"):
+ * CPU per store request of the S3 client, by hand (docs/decisions/0045-s3-sdk-lean-middleware.md):
  *
  *   node dist/bench/lib/tools/s3cpu.js <s3 url> [requests=2000] [in flight=64]
  *
