@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # homefs copy against rclone sync of the same objects, side by side, between two prefixes of the test Ceph
-# behind a counting latency proxy (bench/counting-proxy.ts) (docs/benchmarks.md, "Copy of a store").
+# behind a counting latency proxy (bench/counting-proxy.ts) (docs/benchmarks.md, "5. Push and pull").
 #   bench/copy.sh <home dir> [RTT_MS ...]   (default RTTs: 0 20; ROUNDS=N, default 1)
 # The home is pushed once, straight to RGW (untimed). Then per RTT and round, each to a fresh target:
 # `homefs copy` of the org, a second `homefs copy` right after (incremental: nothing to send), `rclone sync`

@@ -2,7 +2,7 @@
  * A loopback TCP proxy that adds a fixed delay to every request: each chunk a client sends is forwarded
  * to the upstream `delayMs` after it arrived, in order (so a request costs one delay more, a large body is
  * not delayed per chunk, and kept-alive connections stay kept alive). Replies pass through at once. Used
- * to measure homefs against a store one network hop away (docs/benchmarks.md, "where the time goes").
+ * to measure homefs against a store one network hop away (docs/benchmarks.md, "3. Wake and move over a real store").
  *
  *   node dist/bench/latency-proxy.js <listenPort> <upstreamHost:port> <delayMs>
  */

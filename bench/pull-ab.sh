@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # homefs pull of two builds and restic restore, side by side, over the test Ceph behind a counting latency
-# proxy (bench/counting-proxy.ts) (docs/benchmarks.md, "Pull: the client's CPU per file").
+# proxy (bench/counting-proxy.ts) (docs/benchmarks.md, "5. Push and pull").
 #   bench/pull-ab.sh <before checkout, built> <home dir> [RTT_MS ...]   (default RTTs: 0 20; ROUNDS=N, default 1)
 # The home is pushed once (this checkout's build, straight to RGW) and backed up once with restic; then per
 # RTT and round: before pull, after pull, restic restore, each with the page cache dropped first (root).

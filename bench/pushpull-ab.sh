@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # push and pull of two homefs builds and restic, side by side, over the test Ceph behind
-# bench/latency-proxy.ts (docs/benchmarks.md, "Where the time goes: push and pull over Ceph").
+# bench/latency-proxy.ts (docs/benchmarks.md, "5. Push and pull").
 #   bench/pushpull-ab.sh <before checkout, built> <home dir> [RTT_MS ...]   (default RTTs: 0 20)
 #   ONLY="before restic" bench/pushpull-ab.sh ...   runs only those (a step to repeat)
 # Per step: wall time, client CPU (user+sys, children included), client peak RSS, RGW + OSD CPU during the step (the shared

@@ -5,7 +5,7 @@
  *
  * Small writes and truncates of an open file are synchronous calls on the main thread: they only touch
  * the page cache, and a trip through the threadpool (two thread wake-ups and an event-loop turn) cost
- * more than the call itself (profile in docs/benchmarks.md, "Where the time goes: the write path").
+ * more than the call itself (profile in docs/benchmarks.md, "2. The write path").
  * Opening (creating), reads, large writes, close, unlink and fdatasync, which change directories, may
  * wait for the disk or be throttled, stay on the threadpool.
  */

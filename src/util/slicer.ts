@@ -3,7 +3,7 @@
  * the namespace pack each handle thousands of objects at wake. Objects that are already in memory come back
  * as resolved promises, so such work runs as one long chain of microtasks, during which the loop never polls:
  * no FUSE request and no socket read is served until it ends (a profiled move at +20 ms had the agent's `cat`
- * wait ~3 s of walk and warm-up; docs/benchmarks.md, "Where the time goes: the move").
+ * wait ~3 s of walk and warm-up; docs/benchmarks.md, "3. Wake and move over a real store").
  *
  * Background work calls `pause()` between items. Within a slice it resolves at once; once the slice (shared
  * by every caller of one slicer, so all background work together gets at most about one slice per turn of
