@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { readHead, type HeadRecord } from '../snapshot/heads.js';
+import { readHead, type HeadRecord } from '../format/heads.js';
 import { LateMeters, MeteredStore } from '../store/metered.js';
 import type { Store } from '../store/store.js';
 import { makeDirsSync } from '../util/mkdirs.js';

@@ -20,14 +20,14 @@ import type { Journal } from '../inodes/journal.js';
 import { UpperFiles } from '../inodes/upper.js';
 import { HomeView } from '../inodes/view.js';
 import { NeighbourPrefetch } from '../inodes/neighbours.js';
-import { decodeTree } from '../snapshot/codec.js';
-import { Excludes } from '../snapshot/excludes.js';
-import { TreeWalk } from '../snapshot/treewalk.js';
-import { ObjectStore } from '../snapshot/objects.js';
-import { GcFence } from '../snapshot/gcfence.js';
+import { decodeTree } from '../format/codec.js';
+import { Excludes } from '../format/excludes.js';
+import { TreeWalk } from './treewalk.js';
+import { ObjectStore } from '../format/objects.js';
+import { GcFence } from '../format/gcfence.js';
 import { LogFencedError, LogFullError, LogUnsafeError, SegmentTrees, seal, sealToLog, type LogResult, type SealDeps, type SealResult } from '../seal/seal.js';
-import type { ReuseLog } from '../snapshot/objects.js';
-import { dropOldLogs } from '../snapshot/homelog.js';
+import type { ReuseLog } from '../format/objects.js';
+import { dropOldLogs } from '../fsynclog/homelog.js';
 import { chainFor, chainLanded, newChain, type LogState } from './logchain.js';
 import type { HomeMetrics } from '../metrics/homefs.js';
 import { MeteredStore } from '../store/metered.js';
@@ -55,7 +55,7 @@ import { Foreground } from './foreground.js';
 import { GitIndexPrefetch } from './gitindex.js';
 import { HotSet } from './hotset.js';
 import { NsPack } from './nspack.js';
-import { wantsNsPack } from '../snapshot/nspack.js';
+import { wantsNsPack } from '../transfer/nspack.js';
 import { PackReads } from './packreads.js';
 import { WakePhases } from './phases.js';
 
@@ -152,9 +152,9 @@ export class MountedHome {
   readonly finished: Promise<number> = new Promise((resolve) => {
     this.exitWith = resolve;
   });
-  /** The org's gc fence and this mount's last look at it (snapshot/gcfence.ts). */
+  /** The org's gc fence and this mount's last look at it (format/gcfence.ts). */
   private readonly gcFence: SealDeps['fence'];
-  /** Where fsyncs go (snapshot/homelog.ts): the log of HEAD generation `gen`, next sequence number; null: seals. */
+  /** Where fsyncs go (fsynclog/homelog.ts): the log of HEAD generation `gen`, next sequence number; null: seals. */
   private logState: LogState | null = null;
   private logSegments = 0;
   private logBytes = 0;
@@ -192,7 +192,7 @@ export class MountedHome {
     private readonly objects: ObjectStore,
     private readonly cache: BlockCache,
     private readonly hot: HotSet,
-    /** The namespace pack (null where the store wants none: snapshot/nspack.ts `wantsNsPack`). */
+    /** The namespace pack (null where the store wants none: transfer/nspack.ts `wantsNsPack`). */
     private readonly nsPack: NsPack | null,
     private readonly journal: Journal,
     private readonly upper: UpperFiles,
@@ -409,7 +409,7 @@ export class MountedHome {
   }
 
   /**
-   * Fetches every tree of the base snapshot in the background, breadth-first (snapshot/treewalk.ts), so
+   * Fetches every tree of the base snapshot in the background, breadth-first (home/treewalk.ts), so
    * that the namespace of a fresh host costs O(depth) store round trips. A continuing state directory
    * skips it (its journal already holds the directories it loaded). On a store on local disk (not
    * `remote`) the walk runs only when the namespace pack was found: then it finds every tree in memory,

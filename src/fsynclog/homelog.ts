@@ -21,8 +21,8 @@ import { blockKey, headKey, logKey, logPrefix, logsPrefix, metaKey, decodeGen } 
 import type { ObjectInfo, Store } from '../store/store.js';
 import { ForwardingStore } from '../store/forwarding.js';
 import { FormatError, NotFoundError } from '../util/errors.js';
-import { readHead, type HeadRecord } from './heads.js';
-import { ObjectStore } from './objects.js';
+import { readHead, type HeadRecord } from '../format/heads.js';
+import { ObjectStore } from '../format/objects.js';
 import type { Snapshot } from '../model/tree.js';
 
 const SEGMENT_MAGIC = Buffer.from('HFSG', 'latin1');
