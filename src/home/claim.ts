@@ -21,7 +21,7 @@ import { Lease } from './lease.js';
 import { homePaths, type HomePaths } from './paths.js';
 import { acquirePidLock } from './pidlock.js';
 
-/** What the claim needs of a mount's configuration (home.ts MountConfig). */
+/** What the claim needs of a mount's configuration (mountconfig.ts MountConfig). */
 export interface ClaimConfig {
   org: string;
   home: string;
