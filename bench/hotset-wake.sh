@@ -88,7 +88,7 @@ session b "hot-set wake, pack"
 # The same record without its pack: plain parallel prefetch of every recorded object.
 node --input-type=module -e "
 import { openStore } from '$PWD/dist/src/store/open.js';
-import { decodeHotSet, encodeHotSet } from '$PWD/dist/src/snapshot/hotset.js';
+import { decodeHotSet, encodeHotSet } from '$PWD/dist/src/transfer/hotset.js';
 const s = await openStore('$store', { write: true, create: false });
 const r = decodeHotSet(await s.get('acme/homes/agent/HOTSET'));
 for (const e of r.entries) e.packed = false;

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { FileStore } from '../src/store/file.js';
 import { MemoryStore } from '../src/store/memory.js';
 import type { Store } from '../src/store/store.js';
-import { pushDirectory, type PushResult } from '../src/snapshot/push.js';
+import { pushDirectory, type PushResult } from '../src/transfer/push.js';
 
 const work = process.argv[2] ?? '/tmp/homefs-bench';
 const nFiles = Number(process.argv[3] ?? 20000);

@@ -136,7 +136,7 @@ export const defaults = {
   sleepSealRetries: 5,
   sleepSealRetryBaseMs: 500,
   sleepSealRetryMaxMs: 10_000,
-  /** `homefs push` (snapshot/push.ts). */
+  /** `homefs push` (transfer/push.ts). */
   push: {
     /** Files hashed and uploaded at once; PushOptions.parallelism overrides. */
     parallelism: 64,
@@ -161,11 +161,11 @@ export const defaults = {
     /** Files up to this size are read with synchronous calls (cheaper than 5 thread-pool round trips). */
     syncReadMax: 256 * 1024,
   },
-  /** `homefs pull` (snapshot/pull.ts): files written at once, each streamed block by block. */
+  /** `homefs pull` (transfer/pull.ts): files written at once, each streamed block by block. */
   pull: {
     parallelism: 64,
   },
-  /** The push pack (snapshot/pushpack.ts): a pushed snapshot's small blocks in pull order, for `homefs pull`. */
+  /** The push pack (transfer/pushpack.ts): a pushed snapshot's small blocks in pull order, for `homefs pull`. */
   pushPack: {
     /** Blocks up to this size go into the pack (larger ones are few, and one GET each costs little). */
     blockMax: 256 * 1024,
@@ -239,7 +239,7 @@ export const defaults = {
     /** A mount rewrites the record after a seal at most this often (and always at sleep). */
     recordIntervalMs: 60_000,
   },
-  /** The namespace pack (snapshot/nspack.ts, home/nspack.ts, docs/format.md). */
+  /** The namespace pack (transfer/nspack.ts, home/nspack.ts, docs/format.md). */
   nsPack: {
     /** A namespace bigger than this gets no pack (it wakes tree by tree). */
     maxBytes: 256 * 1024 * 1024,
@@ -251,7 +251,7 @@ export const defaults = {
     /** The namespace walk starts when the pack is in, or after this long, whichever comes first. */
     waitMs: 5_000,
   },
-  /** gc waits this long between announcing its epoch and marking (snapshot/gcfence.ts). */
+  /** gc waits this long between announcing its epoch and marking (format/gcfence.ts). */
   gcFenceWaitMs: 3 * 60_000,
   /** A committer starts its HEAD write at most this long after its last look at the gc epoch. */
   gcCommitDeadlineMs: 10_000,

@@ -11,8 +11,8 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { hashBuffer } from '../src/hash/blake3.js';
 import type { Tree, TreeEntry } from '../src/model/tree.js';
-import { encodeTree } from '../src/snapshot/codec.js';
-import { TreeWalk } from '../src/snapshot/treewalk.js';
+import { encodeTree } from '../src/format/codec.js';
+import { TreeWalk } from '../src/home/treewalk.js';
 import { metaKey } from '../src/store/keys.js';
 import { ORG, CountingStore, openCache, until, addBlock, deferred, withTempDir, type Obj } from './support/cache-store.js';
 

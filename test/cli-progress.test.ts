@@ -10,8 +10,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryStore } from '../src/store/memory.js';
-import { pushDirectory, type PushProgress } from '../src/snapshot/push.js';
-import { pullSnapshot, type PullProgress } from '../src/snapshot/pull.js';
+import { pushDirectory, type PushProgress } from '../src/transfer/push.js';
+import { pullSnapshot, type PullProgress } from '../src/transfer/pull.js';
 import { progressBar, renderBar } from '../src/util/progress.js';
 
 function stream(isTTY: boolean, written: string[]): NodeJS.WriteStream {

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chainFor, chainLanded, newChain, type LogState } from '../src/home/logchain.js';
-import { MAX_CHAIN } from '../src/snapshot/homelog.js';
+import { MAX_CHAIN } from '../src/fsynclog/homelog.js';
 
 test('segments that landed are relied on by the next; a replaced chain ignores late landings', () => {
   const l: LogState = { gen: 3, nextSeq: 0, chained: true, chain: newChain(0) };

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryStore } from '../src/store/memory.js';
 import { blockKey, pushPackKey } from '../src/store/keys.js';
-import { buildPushPack, PUSHPACK_HEADER } from '../src/snapshot/pushpack.js';
+import { buildPushPack, PUSHPACK_HEADER } from '../src/transfer/pushpack.js';
 import { hashBuffer } from '../src/hash/blake3.js';
 import { PackReads } from '../src/home/packreads.js';
 import { BlockCache } from '../src/cache/blockcache.js';

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { hashBuffer } from '../src/hash/blake3.js';
-import { ObjectStore } from '../src/snapshot/objects.js';
+import { ObjectStore } from '../src/format/objects.js';
 import { FileStore } from '../src/store/file.js';
 import { blockKey, gcEpochKey } from '../src/store/keys.js';
 import { TestHome, homefs, homefsOk, shOk } from './support/homefs-mount.js';

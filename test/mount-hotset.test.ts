@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { TestHome, homefsOk, shOk } from './support/homefs-mount.js';
-import { decodeHotSet } from '../src/snapshot/hotset.js';
+import { decodeHotSet } from '../src/transfer/hotset.js';
 import { blockKey, hotsetKey, wakePackKey } from '../src/store/keys.js';
 import { hashBuffer } from '../src/hash/blake3.js';
 import { testS3Url } from './support/s3.js';

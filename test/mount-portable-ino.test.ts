@@ -12,9 +12,9 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { hashBuffer } from '../src/hash/blake3.js';
-import { commitSnapshot } from '../src/snapshot/commit.js';
-import { readHead } from '../src/snapshot/heads.js';
-import { ObjectStore } from '../src/snapshot/objects.js';
+import { commitSnapshot } from '../src/format/commit.js';
+import { readHead } from '../src/format/heads.js';
+import { ObjectStore } from '../src/format/objects.js';
 import { FileStore } from '../src/store/file.js';
 import { TestHome, homefsOk, sh, shOk } from './support/homefs-mount.js';
 

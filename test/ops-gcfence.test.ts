@@ -1,5 +1,5 @@
 /**
- * The gc/dedup race, interleaved deterministically (snapshot/gcfence.ts). A commit deduplicates against a
+ * The gc/dedup race, interleaved deterministically (format/gcfence.ts). A commit deduplicates against a
  * block that has been garbage for longer than the grace period; a gc deletes that block while the commit is
  * between its dedupe check and its HEAD write. Without the fence the commit lands a snapshot that references
  * a deleted block; with it, the commit either lands before the gc marks (and the gc keeps the block), or
@@ -17,10 +17,10 @@ import { defaults } from '../src/config.js';
 import { hashBuffer } from '../src/hash/blake3.js';
 import { gcOrg } from '../src/ops/gc.js';
 import { verifyHomes } from '../src/ops/verify.js';
-import { GcFence, type EpochState } from '../src/snapshot/gcfence.js';
-import { readHead } from '../src/snapshot/heads.js';
-import { ObjectStore } from '../src/snapshot/objects.js';
-import { pushDirectory } from '../src/snapshot/push.js';
+import { GcFence, type EpochState } from '../src/format/gcfence.js';
+import { readHead } from '../src/format/heads.js';
+import { ObjectStore } from '../src/format/objects.js';
+import { pushDirectory } from '../src/transfer/push.js';
 import { FileStore } from '../src/store/file.js';
 import { blockKey } from '../src/store/keys.js';
 import { MemoryStore } from '../src/store/memory.js';

@@ -18,10 +18,10 @@ import { UpperFiles } from '../src/inodes/upper.js';
 import { HomeView } from '../src/inodes/view.js';
 import { Presealer, inodePath } from '../src/seal/preseal.js';
 import { seal } from '../src/seal/seal.js';
-import { decodeTree } from '../src/snapshot/codec.js';
-import { Excludes } from '../src/snapshot/excludes.js';
-import { GcFence } from '../src/snapshot/gcfence.js';
-import { ObjectStore } from '../src/snapshot/objects.js';
+import { decodeTree } from '../src/format/codec.js';
+import { Excludes } from '../src/format/excludes.js';
+import { GcFence } from '../src/format/gcfence.js';
+import { ObjectStore } from '../src/format/objects.js';
 import { MemoryStore } from '../src/store/memory.js';
 import { metaKey } from '../src/store/keys.js';
 

@@ -16,12 +16,12 @@ import { UpperFiles } from '../src/inodes/upper.js';
 import { HomeView } from '../src/inodes/view.js';
 import { ROOT_INO } from '../src/inodes/types.js';
 import { LogFencedError, LogFullError, seal, sealToLog, type SealDeps } from '../src/seal/seal.js';
-import { claimLog, liveHead } from '../src/snapshot/homelog.js';
-import { decodeTree } from '../src/snapshot/codec.js';
-import { Excludes } from '../src/snapshot/excludes.js';
-import { GcFence } from '../src/snapshot/gcfence.js';
-import { readHead } from '../src/snapshot/heads.js';
-import { ObjectStore } from '../src/snapshot/objects.js';
+import { claimLog, liveHead } from '../src/fsynclog/homelog.js';
+import { decodeTree } from '../src/format/codec.js';
+import { Excludes } from '../src/format/excludes.js';
+import { GcFence } from '../src/format/gcfence.js';
+import { readHead } from '../src/format/heads.js';
+import { ObjectStore } from '../src/format/objects.js';
 import { MemoryStore } from '../src/store/memory.js';
 import type { ObjectInfo, Store } from '../src/store/store.js';
 

@@ -11,7 +11,7 @@ import { hashBuffer } from '../src/hash/blake3.js';
 import { storedOf } from '../src/inodes/filestate.js';
 import { ROOT_INO } from '../src/inodes/types.js';
 import { LogUnsafeError, seal, sealToLog } from '../src/seal/seal.js';
-import { decodeTree } from '../src/snapshot/codec.js';
+import { decodeTree } from '../src/format/codec.js';
 import { blockKey, gcEpochKey, metaKey } from '../src/store/keys.js';
 import { newFile, writeBehindEnv, type Env } from './support/writebehind-env.js';
 

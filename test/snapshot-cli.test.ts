@@ -115,9 +115,9 @@ test('cli: pull of a snapshot with a missing block or tree fails in one line wit
     assert.equal(homefs(['push', src, 'acme/miss', '--parallel', '4'], env).code, 0);
     const { hashBuffer } = await import('../src/hash/blake3.js');
     const { blockKey, metaKey } = await import('../src/store/keys.js');
-    const { ObjectStore } = await import('../src/snapshot/objects.js');
-    const { resolvePath } = await import('../src/snapshot/walk.js');
-    const { readHead } = await import('../src/snapshot/heads.js');
+    const { ObjectStore } = await import('../src/format/objects.js');
+    const { resolvePath } = await import('../src/transfer/walk.js');
+    const { readHead } = await import('../src/format/heads.js');
     const { FileStore } = await import('../src/store/file.js');
     const store = await new FileStore(join(work, 'store')).init();
     const objects = new ObjectStore(store, 'acme');

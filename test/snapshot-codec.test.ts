@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { decodeSnapshot, decodeTree, encodeSnapshot, encodeTree } from '../src/snapshot/codec.js';
+import { decodeSnapshot, decodeTree, encodeSnapshot, encodeTree } from '../src/format/codec.js';
 import type { Snapshot, Tree, TreeEntry } from '../src/model/tree.js';
 import { FormatError } from '../src/util/errors.js';
 

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DEFAULT_EXCLUDES, excludePatterns } from '../src/config.js';
-import { Excludes } from '../src/snapshot/excludes.js';
+import { Excludes } from '../src/format/excludes.js';
 import { UserError } from '../src/util/errors.js';
 
 test('default scrap class', () => {

@@ -1,5 +1,5 @@
 /**
- * Pull's batched file writes and metadata (snapshot/filewriter.ts over the homefs_files addon): contents,
+ * Pull's batched file writes and metadata (transfer/filewriter.ts over the homefs_files addon): contents,
  * modes and nanosecond times land as asked (times before 1970 too), many files in few batches, a failed
  * file fails `drain` with a Node-style errno error while the others are written, nothing is written
  * through a symlink, and `setMeta` sets a symlink's times without following it.
@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { lstat, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FileWriter, setMeta } from '../src/snapshot/filewriter.js';
+import { FileWriter, setMeta } from '../src/transfer/filewriter.js';
 
 let work = '';
 before(async () => {

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { decodeSnapshot, decodeTree, encodeTree } from '../src/snapshot/codec.js';
+import { decodeSnapshot, decodeTree, encodeTree } from '../src/format/codec.js';
 import { hashBuffer } from '../src/hash/blake3.js';
 
 const dir = new URL('../../test/fixtures/format/', import.meta.url);

@@ -4,10 +4,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { commitSnapshot } from '../src/snapshot/commit.js';
-import { advanceHead, listHistory, readHead } from '../src/snapshot/heads.js';
-import { GcFence } from '../src/snapshot/gcfence.js';
-import { ObjectStore } from '../src/snapshot/objects.js';
+import { commitSnapshot } from '../src/format/commit.js';
+import { advanceHead, listHistory, readHead } from '../src/format/heads.js';
+import { GcFence } from '../src/format/gcfence.js';
+import { ObjectStore } from '../src/format/objects.js';
 import { headKey } from '../src/store/keys.js';
 import { MemoryStore } from '../src/store/memory.js';
 import { FormatError, HeadConflictError } from '../src/util/errors.js';

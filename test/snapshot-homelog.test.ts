@@ -1,5 +1,5 @@
 /**
- * The fsync log's format (snapshot/homelog.ts, docs/format.md "Log segments"): the checked-in segment
+ * The fsync log's format (fsynclog/homelog.ts, docs/format.md "Log segments"): the checked-in segment
  * fixture decodes to the documented values; hostile segments (truncated, corrupted, for another home or
  * generation, from a newer homefs) are rejected with a FormatError, and a reader skips them with one warning
  * and falls back to the previous valid segment; a claim's tombstone makes the previous holder's next
@@ -10,10 +10,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { hashBuffer } from '../src/hash/blake3.js';
-import { decodeSnapshot, encodeSnapshot } from '../src/snapshot/codec.js';
-import { advanceHead } from '../src/snapshot/heads.js';
-import { claimLog, createEntry, decodeSegment, dropOldLogs, encodeSegment, liveHead, TOMBSTONE_KEEP_MS, type Segment } from '../src/snapshot/homelog.js';
-import { ObjectStore } from '../src/snapshot/objects.js';
+import { decodeSnapshot, encodeSnapshot } from '../src/format/codec.js';
+import { advanceHead } from '../src/format/heads.js';
+import { claimLog, createEntry, decodeSegment, dropOldLogs, encodeSegment, liveHead, TOMBSTONE_KEEP_MS, type Segment } from '../src/fsynclog/homelog.js';
+import { ObjectStore } from '../src/format/objects.js';
 import { logKey } from '../src/store/keys.js';
 import { MemoryStore } from '../src/store/memory.js';
 import { FormatError } from '../src/util/errors.js';
@@ -237,7 +237,7 @@ test('a chained segment is read with the objects of its chain; a chain with a mi
   // Segment 1: a new snapshot whose tree references segment 0's block, holding only its tree and snapshot.
   const block = s0.objects[0];
   assert.ok(block);
-  const { encodeTree } = await import('../src/snapshot/codec.js');
+  const { encodeTree } = await import('../src/format/codec.js');
   const tree = encodeTree({ entries: [{ name: 'g', kind: 'file', mode: 0o644, uid: 0, gid: 0, size: block.data.length, mtimeNs: 2n, ctimeNs: 2n, blocks: [block.hash] }] });
   const snap = encodeSnapshot({ root: hashBuffer(tree), parent: null, home: 'acme/alice', time: '2026-12-01T00:00:01.000Z', host: 'h', stats: { files: 1, dirs: 1, bytes: block.data.length }, features: ['log', 'log-chain'] });
   const s1: Segment = { ...s0, seq: 1, snapshot: hashBuffer(snap), chain: [0], objects: [{ kind: 'meta', hash: hashBuffer(tree), data: tree }, { kind: 'meta', hash: hashBuffer(snap), data: snap }] };

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { hashBuffer } from '../src/hash/blake3.js';
-import { decodeHotSet, encodeHotSet, packLayout, packRanges } from '../src/snapshot/hotset.js';
+import { decodeHotSet, encodeHotSet, packLayout, packRanges } from '../src/transfer/hotset.js';
 import { FormatError } from '../src/util/errors.js';
 
 const dir = new URL('../../test/fixtures/format/', import.meta.url);

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { hashBuffer } from '../src/hash/blake3.js';
-import { buildNsPack, decodeNsPackIndex, encodeNsPack, nsPackIndexLength, NSPACK_HEADER, readNsPack } from '../src/snapshot/nspack.js';
+import { buildNsPack, decodeNsPackIndex, encodeNsPack, nsPackIndexLength, NSPACK_HEADER, readNsPack } from '../src/transfer/nspack.js';
 import { NotFoundError } from '../src/util/errors.js';
 import { FormatError } from '../src/util/errors.js';
 

@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ObjectStore } from '../src/snapshot/objects.js';
+import { ObjectStore } from '../src/format/objects.js';
 import { metaKey } from '../src/store/keys.js';
 import { MemoryStore } from '../src/store/memory.js';
 import type { Store } from '../src/store/store.js';

@@ -11,10 +11,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { hashBuffer } from '../src/hash/blake3.js';
-import { buildPushPack, decodePushPack, decodePushPackIndex, pushPackIndexLength, PUSHPACK_HEADER } from '../src/snapshot/pushpack.js';
-import { PushPackWriter } from '../src/snapshot/pushpack-writer.js';
+import { buildPushPack, decodePushPack, decodePushPackIndex, pushPackIndexLength, PUSHPACK_HEADER } from '../src/transfer/pushpack.js';
+import { PushPackWriter } from '../src/transfer/pushpack-writer.js';
 import { MemoryStore } from '../src/store/memory.js';
-import { emptyPushPackStats, groupRanges, PushPackReader } from '../src/snapshot/pushpack-reader.js';
+import { emptyPushPackStats, groupRanges, PushPackReader } from '../src/transfer/pushpack-reader.js';
 import { FormatError, NotFoundError } from '../src/util/errors.js';
 
 const dir = new URL('../../test/fixtures/format/', import.meta.url);

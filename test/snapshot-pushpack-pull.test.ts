@@ -1,5 +1,5 @@
 /**
- * `homefs pull` with the push pack (snapshot/pushpack.ts, pushpack-reader.ts), over the in-memory store:
+ * `homefs pull` with the push pack (transfer/pushpack.ts, pushpack-reader.ts), over the in-memory store:
  * with the pack, the small blocks come from it and only the large ones are fetched one GET each; with it
  * missing, truncated, a block corrupted in it, or written for an older snapshot, the pull fetches what the
  * pack cannot give from blocks/, and the pulled tree is always the pushed one, byte for byte.
@@ -12,12 +12,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryStore } from '../src/store/memory.js';
 import { pushPackKey } from '../src/store/keys.js';
-import { pushDirectory } from '../src/snapshot/push.js';
-import { pullSnapshot, type PullResult } from '../src/snapshot/pull.js';
-import { decodePushPack, PUSHPACK_HEADER } from '../src/snapshot/pushpack.js';
+import { pushDirectory } from '../src/transfer/push.js';
+import { pullSnapshot, type PullResult } from '../src/transfer/pull.js';
+import { decodePushPack, PUSHPACK_HEADER } from '../src/transfer/pushpack.js';
 import { RecordingStore } from './support/ops-stores.js';
 import { ForwardingStore } from '../src/store/forwarding.js';
-import { readHead } from '../src/snapshot/heads.js';
+import { readHead } from '../src/format/heads.js';
 
 let work = '';
 let src = '';

@@ -1,5 +1,5 @@
 /**
- * The streaming push pack writer (snapshot/pushpack-writer.ts) over the in-memory store, whose multipart
+ * The streaming push pack writer (transfer/pushpack-writer.ts) over the in-memory store, whose multipart
  * uploads check part numbers, ETags and S3's smallest part: files offered out of order give the same pack,
  * byte for byte, as one built in order (buildPushPack), in parts or in one put; a file that comes after the
  * reorder budget is left out; a failed part or complete leaves no pack and no upload behind. And through
@@ -17,10 +17,10 @@ import { MemoryStore } from '../src/store/memory.js';
 import { ForwardingStore } from '../src/store/forwarding.js';
 import { pushPackKey } from '../src/store/keys.js';
 import type { Uploads } from '../src/store/store.js';
-import { pushDirectory } from '../src/snapshot/push.js';
-import { pullSnapshot } from '../src/snapshot/pull.js';
-import { buildPushPack, decodePushPack } from '../src/snapshot/pushpack.js';
-import { PushPackWriter, type PackBlock, type PackWriterOptions } from '../src/snapshot/pushpack-writer.js';
+import { pushDirectory } from '../src/transfer/push.js';
+import { pullSnapshot } from '../src/transfer/pull.js';
+import { buildPushPack, decodePushPack } from '../src/transfer/pushpack.js';
+import { PushPackWriter, type PackBlock, type PackWriterOptions } from '../src/transfer/pushpack-writer.js';
 
 const SNAP = 'ab'.repeat(32);
 const KEY = 'acme/homes/h/PUSHPACK';

@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
-import { pullSnapshot } from '../src/snapshot/pull.js';
-import { pushDirectory } from '../src/snapshot/push.js';
+import { pullSnapshot } from '../src/transfer/pull.js';
+import { pushDirectory } from '../src/transfer/push.js';
 import { testS3Url } from './support/s3.js';
 import { concurrentPushScenario, corruptionScenario, roundTripScenario } from './support/snapshot-scenarios.js';
 

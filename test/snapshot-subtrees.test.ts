@@ -1,5 +1,5 @@
 /**
- * Reading trees on the walk's and the mount's paths: `subtreesOf` (snapshot/subtrees.ts) gives exactly the
+ * Reading trees on the walk's and the mount's paths: `subtreesOf` (format/subtrees.ts) gives exactly the
  * subtree hashes `decodeTree` would, for every tree version and entry kind, and fails cleanly on truncation;
  * the lighter checks of `decodeTree` accept nothing the full validation refuses (a decoded tree encodes to
  * the same bytes), and a file size that would need more blocks than the tree holds is refused before anything
@@ -7,8 +7,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { decodeTree, encodeTree } from '../src/snapshot/codec.js';
-import { subtreesOf } from '../src/snapshot/subtrees.js';
+import { decodeTree, encodeTree } from '../src/format/codec.js';
+import { subtreesOf } from '../src/format/subtrees.js';
 import type { Tree, TreeEntry } from '../src/model/tree.js';
 import { FormatError } from '../src/util/errors.js';
 

@@ -7,9 +7,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { hashBuffer } from '../src/hash/blake3.js';
 import type { TreeEntry } from '../src/model/tree.js';
-import { encodeTree } from '../src/snapshot/codec.js';
-import { fetchPackSlices, type HotEntry, type PackSlice } from '../src/snapshot/hotset.js';
-import { TreeWalk } from '../src/snapshot/treewalk.js';
+import { encodeTree } from '../src/format/codec.js';
+import { fetchPackSlices, type HotEntry, type PackSlice } from '../src/transfer/hotset.js';
+import { TreeWalk } from '../src/home/treewalk.js';
 import { TimeSlicer } from '../src/util/slicer.js';
 
 test('a slicer resolves at once within its slice and after a turn of the loop once it is used up', async () => {

@@ -1,6 +1,6 @@
 /*
  * homefs_files: many small files written, and many paths' metadata set, in one hand-off to a libuv
- * thread-pool thread, for `homefs pull` (src/snapshot/filewriter.ts). Node's fs API costs one thread-pool
+ * thread-pool thread, for `homefs pull` (src/transfer/filewriter.ts). Node's fs API costs one thread-pool
  * round trip per call (open, write, chmod, utimes, close: five per file), or blocks the main thread with
  * the synchronous calls; and it has no way to set a time to the nanosecond (fs.utimes takes a double).
  *

@@ -4,8 +4,8 @@
  */
 import type { Command } from 'commander';
 import { once } from 'node:events';
-import { ObjectStore } from '../snapshot/objects.js';
-import { fileContent, resolveHomeSnapshot, resolvePath } from '../snapshot/walk.js';
+import { ObjectStore } from '../format/objects.js';
+import { fileContent, resolveHomeSnapshot, resolvePath } from '../transfer/walk.js';
 import { UserError } from '../util/errors.js';
 import { parseHomeRef } from '../util/names.js';
 import { addStoreOption, exitQuietlyOnEpipe, withStore } from './store-option.js';

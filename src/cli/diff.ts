@@ -4,8 +4,8 @@
  * `@a` only: a against HEAD; with both: a against b.
  */
 import type { Command } from 'commander';
-import { liveHead } from '../snapshot/homelog.js';
-import { ObjectStore } from '../snapshot/objects.js';
+import { liveHead } from '../fsynclog/homelog.js';
+import { ObjectStore } from '../format/objects.js';
 import { diffTrees, summarize, type Change } from '../ops/diff.js';
 import { UserError } from '../util/errors.js';
 import { parseHomeRef } from '../util/names.js';

@@ -3,7 +3,7 @@
  * (each home's HEAD); per org, the deduplicated total and what the store holds.
  */
 import type { Command } from 'commander';
-import { ObjectStore } from '../snapshot/objects.js';
+import { ObjectStore } from '../format/objects.js';
 import { orgUsage } from '../ops/du.js';
 import { parseHomeRef, validateName } from '../util/names.js';
 import { addStoreOption, formatBytes, withStore } from './store-option.js';

@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { dataDir } from '../config.js';
-import { ObjectStore } from '../snapshot/objects.js';
+import { ObjectStore } from '../format/objects.js';
 import { homeLocality } from '../ops/locality.js';
 import { parseHomeRef } from '../util/names.js';
 import { addStoreOption, formatBytes, withStore } from './store-option.js';

@@ -2,9 +2,9 @@
  * `homefs log <org>/<home>`: the home's history, newest first (one line per HEAD generation).
  */
 import type { Command } from 'commander';
-import { listHistory } from '../snapshot/heads.js';
-import { liveHead } from '../snapshot/homelog.js';
-import { ObjectStore } from '../snapshot/objects.js';
+import { listHistory } from '../format/heads.js';
+import { liveHead } from '../fsynclog/homelog.js';
+import { ObjectStore } from '../format/objects.js';
 import { UsageError, UserError } from '../util/errors.js';
 import { mapLimit } from '../util/concurrency.js';
 import { parseHomeRef } from '../util/names.js';

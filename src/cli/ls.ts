@@ -3,9 +3,9 @@
  * `-R` lists everything below it; `--json` prints one object per entry per line.
  */
 import type { Command } from 'commander';
-import { ObjectStore } from '../snapshot/objects.js';
+import { ObjectStore } from '../format/objects.js';
 import type { EntryKind, TreeEntry } from '../model/tree.js';
-import { resolveHomeSnapshot, resolvePath, walkTree, type WalkItem } from '../snapshot/walk.js';
+import { resolveHomeSnapshot, resolvePath, walkTree, type WalkItem } from '../transfer/walk.js';
 import { parseHomeRef } from '../util/names.js';
 import { addStoreOption, exitQuietlyOnEpipe, withStore } from './store-option.js';
 

@@ -6,9 +6,9 @@
 import type { Command } from 'commander';
 import { setFlagsFromString } from 'node:v8';
 import { defaults } from '../config.js';
-import { ObjectStore } from '../snapshot/objects.js';
-import { pullSnapshot } from '../snapshot/pull.js';
-import { resolveHomeSnapshot } from '../snapshot/walk.js';
+import { ObjectStore } from '../format/objects.js';
+import { pullSnapshot } from '../transfer/pull.js';
+import { resolveHomeSnapshot } from '../transfer/walk.js';
 import { parseHomeRef } from '../util/names.js';
 import { progressBar } from '../util/progress.js';
 import { formatBytes, parallelOption, transferCommand, withStore } from './store-option.js';

@@ -12,7 +12,7 @@ import { FileStore } from '../store/file.js';
 import { UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit-codes.js';
 import { progressBar, type Progress } from '../util/progress.js';
-import { pushDirectory, type PushProgress } from '../snapshot/push.js';
+import { pushDirectory, type PushProgress } from '../transfer/push.js';
 import { parseHomeRef } from '../util/names.js';
 import { formatBytes, parallelOption, transferCommand, withStore } from './store-option.js';
 

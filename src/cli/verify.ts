@@ -4,7 +4,7 @@
  * (damage found) if anything is wrong, and 3 if the store cannot be reached, so the two never look alike.
  */
 import type { Command } from 'commander';
-import { ObjectStore } from '../snapshot/objects.js';
+import { ObjectStore } from '../format/objects.js';
 import { verifyHomes } from '../ops/verify.js';
 import { listHomes, requireHome } from '../ops/refs.js';
 import { UsageError, UserError } from '../util/errors.js';

@@ -6,7 +6,7 @@
  * writing) fences that holder by advancing HEAD one generation to the same snapshot, first, so that any later
  * seal of the old holder loses the HEAD race.
  *
- * The home's fsync log (snapshot/homelog.ts) is replayed here. A read-write wake then claims each log it reads
+ * The home's fsync log (fsynclog/homelog.ts) is replayed here. A read-write wake then claims each log it reads
  * with a tombstone (the previous holder's next segment then fails): HEAD's, those of the generations below
  * that hold the same snapshot (a claimant's fence, or one that crashed before it replayed), and a log tail
  * (segments written while the seal that made the snapshot ran). If the newest valid segment was written by
@@ -17,10 +17,10 @@ import type { Logger } from 'pino';
 import { mkdirSync, rmSync } from 'node:fs';
 import { journalTestOptions } from '../config.js';
 import { Journal } from '../inodes/journal.js';
-import { advanceHead, readHead, type HeadRecord } from '../snapshot/heads.js';
-import { claimLog, claimLogAhead, liveHead, OverlayStore, pendingSegment, segmentObjects, type LogEntry, type Segment } from '../snapshot/homelog.js';
+import { advanceHead, readHead, type HeadRecord } from '../format/heads.js';
+import { claimLog, claimLogAhead, liveHead, OverlayStore, pendingSegment, segmentObjects, type LogEntry, type Segment } from '../fsynclog/homelog.js';
 import type { Store } from '../store/store.js';
-import { ObjectStore } from '../snapshot/objects.js';
+import { ObjectStore } from '../format/objects.js';
 import type { Snapshot, SnapshotStats } from '../model/tree.js';
 import { HeadConflictError, UserError } from '../util/errors.js';
 import { mapLimit } from '../util/concurrency.js';

@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { readHead, type HeadRecord } from '../snapshot/heads.js';
+import { readHead, type HeadRecord } from '../format/heads.js';
 import { LateMeters, MeteredStore } from '../store/metered.js';
 import type { Store } from '../store/store.js';
 import { makeDirsSync } from '../util/mkdirs.js';
@@ -21,7 +21,7 @@ import { Lease } from './lease.js';
 import { homePaths, type HomePaths } from './paths.js';
 import { acquirePidLock } from './pidlock.js';
 
-/** What the claim needs of a mount's configuration (home.ts MountConfig). */
+/** What the claim needs of a mount's configuration (mountconfig.ts MountConfig). */
 export interface ClaimConfig {
   org: string;
   home: string;

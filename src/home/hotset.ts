@@ -2,7 +2,7 @@
  * The hot set of a mounted home: records which trees and blocks the session reads, in first-access order,
  * stores that record (and at sleep a wake pack of its small objects) under the home's keys, and at the
  * next wake, on any host, streams the recorded objects into the block cache while the mount already
- * serves. Format and trust rules: snapshot/hotset.ts and docs/format.md.
+ * serves. Format and trust rules: transfer/hotset.ts and docs/format.md.
  *
  * The warm-up only ever adds to the cache through its public API: packed objects are cut out of ranged
  * GETs of the pack, verified by hash and inserted with `put`; everything else (and any packed object that
@@ -15,7 +15,7 @@
  */
 import type { Logger } from 'pino';
 import { defaults } from '../config.js';
-import { decodeHotSet, encodeHotSet, fetchPackSlices, packLayout, packRanges, type HotEntry, type HotKind, type HotSetRecord, type PackSlice } from '../snapshot/hotset.js';
+import { decodeHotSet, encodeHotSet, fetchPackSlices, packLayout, packRanges, type HotEntry, type HotKind, type HotSetRecord, type PackSlice } from '../transfer/hotset.js';
 import { hotsetKey, wakePackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { FormatError, NotFoundError, errorMessage } from '../util/errors.js';

@@ -1,9 +1,9 @@
 /**
- * Where a mount's fsyncs go (snapshot/homelog.ts): the log of HEAD generation `gen`, its next sequence
+ * Where a mount's fsyncs go (fsynclog/homelog.ts): the log of HEAD generation `gen`, its next sequence
  * number, and the chain of earlier segments a new segment may rely on (format.md "Chained segments"): those
  * of this writer that landed, from `floor` on, with the store keys of their objects, which it leaves out.
  */
-import { MAX_CHAIN } from '../snapshot/homelog.js';
+import { MAX_CHAIN } from '../fsynclog/homelog.js';
 
 export interface Chain {
   floor: number;

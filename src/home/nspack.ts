@@ -1,5 +1,5 @@
 /**
- * The namespace pack of a mounted home (format: snapshot/nspack.ts, docs/format.md): at wake, before the
+ * The namespace pack of a mounted home (format: transfer/nspack.ts, docs/format.md): at wake, before the
  * tree walk, every tree of the pack is brought into the block cache from a few ranged GETs (the first one
  * holds the index and the first trees), so `find` or `ls -R` on a fresh host costs a few round trips; at
  * sleep, a pack of the final snapshot's trees is written unless the one read at wake was already of that
@@ -11,7 +11,7 @@
  */
 import type { Logger } from 'pino';
 import { defaults } from '../config.js';
-import { nsPackIndexLength, NSPACK_HEADER, NSPACK_ROOT, readNsPack, storeNsPack } from '../snapshot/nspack.js';
+import { nsPackIndexLength, NSPACK_HEADER, NSPACK_ROOT, readNsPack, storeNsPack } from '../transfer/nspack.js';
 import { nsPackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { FormatError, NotFoundError, errorMessage } from '../util/errors.js';

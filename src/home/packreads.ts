@@ -1,5 +1,5 @@
 /**
- * Cold reads of a mount served from the home's push pack (snapshot/pushpack.ts, docs/format.md "Push
+ * Cold reads of a mount served from the home's push pack (transfer/pushpack.ts, docs/format.md "Push
  * pack"). The pack holds the pushed snapshot's small blocks in the order `pull` writes files: depth first,
  * names in byte order. That is the order in which `grep -r`, `tar c` and `git status` go through a
  * directory, so the blocks a cold reader asks for next lie right after the one it asks for now.
@@ -24,7 +24,7 @@
  */
 import type { Logger } from 'pino';
 import { hashBuffer } from '../hash/blake3.js';
-import { decodePushPackIndex, pushPackIndexLength, type PushPackEntry } from '../snapshot/pushpack.js';
+import { decodePushPackIndex, pushPackIndexLength, type PushPackEntry } from '../transfer/pushpack.js';
 import { pushPackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { NotFoundError, errorMessage } from '../util/errors.js';

@@ -2,7 +2,7 @@
  * Group commit: at most one run at a time; every request that arrives while one runs is served by the
  * single next run, which starts when the running one ends. So concurrent requests share one run, and a
  * request is only answered by a run that started after it (and so contains its data). MountedHome keeps
- * two: one for seals, one for the fsync log's segments.
+ * two (commits.ts): one for seals, one for the fsync log's segments.
  */
 export class Sealer<R> {
   private running: Promise<R> | null = null;

@@ -14,8 +14,8 @@ import { excludedIno } from '../seal/preseal.js';
 import type { SealDeps } from '../seal/seal.js';
 import { WriteBehind, type WriteBehindOptions, defaultWriteBehindOptions } from '../seal/writebehind.js';
 import type { Foreground } from './foreground.js';
-import type { Excludes } from '../snapshot/excludes.js';
-import type { ObjectStore } from '../snapshot/objects.js';
+import type { Excludes } from '../format/excludes.js';
+import type { ObjectStore } from '../format/objects.js';
 import { errorMessage } from '../util/errors.js';
 
 /** A look at the gc fence is reused for this long before write-behind asks again (as seals do). */

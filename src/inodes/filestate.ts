@@ -30,7 +30,7 @@
  * Write-behind (seal/writebehind.ts) refines `dirty` and `inline` with `stored`: the file's current bytes
  * are in the store as these blocks, uploaded (or found) after a look at the org's gc fence that saw epoch
  * `epoch` settled, but no snapshot references them yet. A seal or log segment then takes that block list
- * without reading or uploading anything, as long as no gc was announced since (snapshot/gcfence.ts; the
+ * without reading or uploading anything, as long as no gc was announced since (format/gcfence.ts; the
  * epoch is how it tells). Every change builds a new state without `stored` (`changed`, `inlined`,
  * `spilled`), so a file changed while its upload was in flight is never recorded as stored: `stagedAs`
  * is applied only to the exact state that was captured. (An inline file's `stored` is kept in memory

@@ -2,7 +2,7 @@
  * The one conversion into a tree entry. Push (from lstat) and seal (from a journal inode) describe an
  * entry with the same attributes and hand it here, so the per-kind rules (which fields a kind carries,
  * what its size means, how hard links and directory link counts are recorded) exist exactly once and
- * always satisfy the codec's validation (snapshot/codec.ts).
+ * always satisfy the codec's validation (format/codec.ts).
  */
 import { isPortableIno } from './inos.js';
 import type { TreeEntry } from './tree.js';

@@ -1,7 +1,7 @@
 /**
  * In-memory shapes of trees and snapshots, shared by every layer (the journal's inodes are loaded from and
  * sealed into tree entries). A leaf module: it imports nothing. Their byte encodings (versioned,
- * deterministic) live in snapshot/codec.ts and are specified in docs/format.md.
+ * deterministic) live in format/codec.ts and are specified in docs/format.md.
  */
 
 export type EntryKind = 'file' | 'dir' | 'symlink' | 'fifo' | 'socket' | 'chardev' | 'blockdev';
@@ -74,13 +74,13 @@ export interface Snapshot {
   reason?: string;
   /**
    * What a reader must know to read the home this snapshot is HEAD of (snapshot version 2): `log` means
-   * fsync'd changes may be in the home's log (snapshot/homelog.ts). Absent: version 1, nothing required.
+   * fsync'd changes may be in the home's log (fsynclog/homelog.ts). Absent: version 1, nothing required.
    */
   features?: string[];
   /**
    * Feature `log-tail`: log segments of generation `gen` (this snapshot's base) from sequence number `seq` on
    * were written while this snapshot was being sealed, after it captured everything: when this snapshot is
-   * HEAD `gen + 1` and that generation's own log is empty, they are newer than it (snapshot/homelog.ts).
+   * HEAD `gen + 1` and that generation's own log is empty, they are newer than it (fsynclog/homelog.ts).
    */
   logTail?: { gen: number; seq: number };
 }

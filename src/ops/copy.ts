@@ -22,9 +22,9 @@
  * any of its heads are written; the other homes go on. An interrupted copy run again sends only what did
  * not land. `dryRun` does every read and check but writes nothing.
  */
-import { decodeSnapshot, decodeTree } from '../snapshot/codec.js';
-import { listHistory, type HeadRecord } from '../snapshot/heads.js';
-import { encodeSegment, pendingSegment, segmentObjects, type Segment } from '../snapshot/homelog.js';
+import { decodeSnapshot, decodeTree } from '../format/codec.js';
+import { listHistory, type HeadRecord } from '../format/heads.js';
+import { encodeSegment, pendingSegment, segmentObjects, type Segment } from '../fsynclog/homelog.js';
 import { blockKey, headKey, hotsetKey, logKey, metaKey, nsPackKey, objectsPrefix, pushPackKey, wakePackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { verifyObject } from '../store/verify.js';

@@ -4,7 +4,7 @@
  * the cost is proportional to the change, not to the home. A path whose kind changed (file → dir) is one
  * removal plus one addition; a file is modified when its content, mode, owner, xattrs or target changed.
  */
-import type { ObjectStore } from '../snapshot/objects.js';
+import type { ObjectStore } from '../format/objects.js';
 import type { TreeEntry } from '../model/tree.js';
 
 export type ChangeKind = 'added' | 'removed' | 'modified';

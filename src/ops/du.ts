@@ -1,6 +1,6 @@
 /**
  * Disk usage of an org's homes, on active data (each home's HEAD with what was fsync'd since: its live log
- * segment, snapshot/homelog.ts `liveHead`): logical bytes (file sizes as the agent
+ * segment, fsynclog/homelog.ts `liveHead`): logical bytes (file sizes as the agent
  * sees them), unique bytes (blocks no other home's HEAD uses: what deleting this home would free once its
  * history expires) and shared bytes (blocks at least one other home's HEAD also uses, e.g. after a fork).
  * The org line adds the deduplicated size of all HEADs and what the store holds under `<org>/` in total
@@ -8,8 +8,8 @@
  */
 import { objectsPrefix } from '../store/keys.js';
 import type { Store } from '../store/store.js';
-import { liveHead } from '../snapshot/homelog.js';
-import type { ObjectStore } from '../snapshot/objects.js';
+import { liveHead } from '../fsynclog/homelog.js';
+import type { ObjectStore } from '../format/objects.js';
 import { UserError } from '../util/errors.js';
 import { emptyReachable, listHomes, markSnapshot } from './refs.js';
 

@@ -4,16 +4,16 @@
  * snapshot, reason "fork") and creates the new home's generation 0. No tree or block is read or copied;
  * blocks dedupe within the org, so the fork shares everything until one side changes it. On a store over
  * the network the source's namespace pack is copied too, when it is of the forked root (a hint for the new
- * home's first wake; snapshot/nspack.ts).
+ * home's first wake; transfer/nspack.ts).
  */
-import { commitSnapshot } from '../snapshot/commit.js';
-import { GcFence, type FenceOptions } from '../snapshot/gcfence.js';
-import { readHead } from '../snapshot/heads.js';
-import { copyNsPack } from '../snapshot/nspack.js';
-import { ObjectStore } from '../snapshot/objects.js';
+import { commitSnapshot } from '../format/commit.js';
+import { GcFence, type FenceOptions } from '../format/gcfence.js';
+import { readHead } from '../format/heads.js';
+import { copyNsPack } from '../transfer/nspack.js';
+import { ObjectStore } from '../format/objects.js';
 import { assertSnapshotComplete } from './refs.js';
-import { resolveHomeSnapshot } from '../snapshot/walk.js';
-import { segmentObjects } from '../snapshot/homelog.js';
+import { resolveHomeSnapshot } from '../transfer/walk.js';
+import { segmentObjects } from '../fsynclog/homelog.js';
 import { mapLimit } from '../util/concurrency.js';
 import { defaults } from '../config.js';
 import type { Store } from '../store/store.js';
@@ -33,7 +33,7 @@ export interface ForkResult {
 }
 
 export interface FenceOption {
-  /** gc fence timing (snapshot/gcfence.ts); tests shorten it. */
+  /** gc fence timing (format/gcfence.ts); tests shorten it. */
   fence?: Partial<FenceOptions>;
 }
 

@@ -11,7 +11,7 @@
  *  5. delete the candidates, each after a last look at its mtime (one rewritten since the scan stays).
  *
  * Why this is safe while other hosts seal, fork or push: the whole run sits inside a gc epoch
- * (snapshot/gcfence.ts). gc announces the epoch, waits `fence.waitMs` so that every commit that did not see
+ * (format/gcfence.ts). gc announces the epoch, waits `fence.waitMs` so that every commit that did not see
  * the announcement has landed before the mark reads HEADs, and ends the epoch when it is done; a commit that
  * may have overlapped waits for the end, re-verifies what it relies on, and only then writes HEAD. The grace
  * period, the re-mark and the last look remain as a second line for writers that predate the fence. If the
@@ -24,10 +24,10 @@
  * the blocks of is no longer retained (a pull never uses it again, and it holds up to 512 MiB of copies).
  */
 import { homesPrefix, keyHash, objectsPrefix, pushPackKey } from '../store/keys.js';
-import { PUSHPACK_HEADER, pushPackSnapshot } from '../snapshot/pushpack.js';
+import { PUSHPACK_HEADER, pushPackSnapshot } from '../transfer/pushpack.js';
 import type { ObjectInfo, Store } from '../store/store.js';
-import { GcFence, type FenceOptions } from '../snapshot/gcfence.js';
-import { ObjectStore } from '../snapshot/objects.js';
+import { GcFence, type FenceOptions } from '../format/gcfence.js';
+import { ObjectStore } from '../format/objects.js';
 import { mapLimit } from '../util/concurrency.js';
 import { UserError, errorMessage } from '../util/errors.js';
 import { pruneHistory } from './history.js';

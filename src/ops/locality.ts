@@ -1,15 +1,15 @@
 /**
  * Locality: how much of a home's HEAD is already in this host's block cache — the signal a scheduler uses
  * to place the home on the runner that has its blocks. Reads the live snapshot's trees (HEAD, or what was
- * fsync'd since: its log segment, snapshot/homelog.ts `liveHead`) from the store and
+ * fsync'd since: its log segment, fsynclog/homelog.ts `liveHead`) from the store and
  * checks, without reading them, which of its blocks exist as files in the org's on-disk cache
  * (`<cache-dir>/<org>/blocks/<h[0:2]>/<hash>`, cache/diskfiles.ts). Each unique block counts once.
  */
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DiskFiles } from '../cache/diskfiles.js';
-import { liveHead } from '../snapshot/homelog.js';
-import type { ObjectStore } from '../snapshot/objects.js';
+import { liveHead } from '../fsynclog/homelog.js';
+import type { ObjectStore } from '../format/objects.js';
 import { mapLimit } from '../util/concurrency.js';
 import { UserError } from '../util/errors.js';
 import { emptyReachable, markSnapshot } from './refs.js';

@@ -9,9 +9,9 @@
 import { blockRanges } from '../hash/blake3.js';
 import { conflictsPrefix, headsPrefix, homesPrefix, keyHome, keyOrg } from '../store/keys.js';
 import type { Store } from '../store/store.js';
-import { listHistory, type HeadRecord } from '../snapshot/heads.js';
-import { ObjectStore } from '../snapshot/objects.js';
-import { liveHead } from '../snapshot/homelog.js';
+import { listHistory, type HeadRecord } from '../format/heads.js';
+import { ObjectStore } from '../format/objects.js';
+import { liveHead } from '../fsynclog/homelog.js';
 import type { TreeEntry } from '../model/tree.js';
 import { NotFoundError, UserError } from '../util/errors.js';
 import { validateName } from '../util/names.js';
@@ -138,7 +138,7 @@ export async function markTree(objects: ObjectStore, tree: string, prefix: strin
 /**
  * Throws a one-line UserError unless every object reachable from `snapshot` is present (trees read and
  * verified, blocks asked about). Used by commits that reference an existing snapshot wholesale (fork,
- * rollback) after a gc may have overlapped them (snapshot/gcfence.ts).
+ * rollback) after a gc may have overlapped them (format/gcfence.ts).
  */
 export async function assertSnapshotComplete(objects: ObjectStore, snapshot: string, what: string): Promise<void> {
   const r = emptyReachable();

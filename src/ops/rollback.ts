@@ -6,10 +6,10 @@
  * A mounted home keeps sealing from the HEAD it started from; its next seal then loses the HEAD race and
  * is kept as a conflict snapshot. Put the home to sleep before rolling it back.
  */
-import { commitSnapshot } from '../snapshot/commit.js';
-import { GcFence } from '../snapshot/gcfence.js';
-import { readHead } from '../snapshot/heads.js';
-import { ObjectStore } from '../snapshot/objects.js';
+import { commitSnapshot } from '../format/commit.js';
+import { GcFence } from '../format/gcfence.js';
+import { readHead } from '../format/heads.js';
+import { ObjectStore } from '../format/objects.js';
 import type { FenceOption } from './fork.js';
 import { assertSnapshotComplete } from './refs.js';
 import type { Store } from '../store/store.js';

@@ -7,7 +7,7 @@
  */
 import { blockKey, metaKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
-import type { ObjectStore } from '../snapshot/objects.js';
+import type { ObjectStore } from '../format/objects.js';
 import { CorruptObjectError, FormatError, NotFoundError } from '../util/errors.js';
 import { mapLimit } from '../util/concurrency.js';
 import { entryBlockSizes, homeRoots, type Root } from './refs.js';

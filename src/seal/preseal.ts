@@ -19,7 +19,7 @@
 import { BLOCK_SIZE, SINGLE_BLOCK_MAX } from '../hash/blake3.js';
 import type { Journal } from '../inodes/journal.js';
 import { ROOT_INO } from '../inodes/types.js';
-import type { Excludes } from '../snapshot/excludes.js';
+import type { Excludes } from '../format/excludes.js';
 
 /** Blocks being hashed or uploaded at once (each holds its 4 MiB until its upload lands). */
 const IN_FLIGHT = 3;

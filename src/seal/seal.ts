@@ -2,7 +2,7 @@
  * Sealing: turns what changed in a mounted home's journal into a new snapshot and advances HEAD.
  *
  * This layer sits above both the live inode layer (inodes/: journal and file content) and the snapshot
- * format layer (snapshot/: objects, commit); neither of those imports it. From inodes it uses only the
+ * format layer (format/: objects, commit) with the fsync log (fsynclog/); neither of those imports it. From inodes it uses only the
  * change set (`Journal.beginSeal`, `changedSeq`, `setSealedTree`, `sealCommitted`) and the per-file
  * capture (`Content.sealFile`).
  *
@@ -25,13 +25,13 @@ import type { Journal } from '../inodes/journal.js';
 import { ROOT_INO, type Inode } from '../inodes/types.js';
 import { treeEntry } from '../model/entry.js';
 import type { SnapshotStats, TreeEntry } from '../model/tree.js';
-import { commitSnapshot } from '../snapshot/commit.js';
-import type { Excludes } from '../snapshot/excludes.js';
-import { reverifyReused, type EpochState, type GcFence } from '../snapshot/gcfence.js';
+import { commitSnapshot } from '../format/commit.js';
+import type { Excludes } from '../format/excludes.js';
+import { reverifyReused, type EpochState, type GcFence } from '../format/gcfence.js';
 import { TagCheck } from './tags.js';
 import type { OmissionWalk, Omissions } from './omission.js';
-import { ObjectStore, ReuseLog, SMALL_OBJECT } from '../snapshot/objects.js';
-import { createEntry, encodeSegment, type LogObject } from '../snapshot/homelog.js';
+import { ObjectStore, ReuseLog, SMALL_OBJECT } from '../format/objects.js';
+import { createEntry, encodeSegment, type LogObject } from '../fsynclog/homelog.js';
 import { logKey } from '../store/keys.js';
 import type { ObjectInfo, Store } from '../store/store.js';
 import { mapLimit, Semaphore } from '../util/concurrency.js';
@@ -271,7 +271,7 @@ class Collected implements Store {
 }
 
 /**
- * An fsync's commit to the home's log (snapshot/homelog.ts): the same walk as a seal, but every object the
+ * An fsync's commit to the home's log (fsynclog/homelog.ts): the same walk as a seal, but every object the
  * pending snapshot needs beyond HEAD's goes inline into one create-only segment, so it costs one round trip.
  * Nothing is recorded in the journal (the next seal captures everything again, and absorbs the log); nothing
  * is deduplicated against the store, so the segment relies only on HEAD's snapshot, which gc keeps, and on

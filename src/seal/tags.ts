@@ -13,8 +13,8 @@
  *    gc announced after that look marks only after its wait, when the segment has landed and is a root.
  *    A changed one makes the fsync seal instead, with the full fence.
  */
-import type { EpochState, GcFence } from '../snapshot/gcfence.js';
-import type { ReuseLog } from '../snapshot/objects.js';
+import type { EpochState, GcFence } from '../format/gcfence.js';
+import type { ReuseLog } from '../format/objects.js';
 
 export class TagCheck {
   /** Whether any block was relied on through its tag (or a reused segment tree relies on some). */

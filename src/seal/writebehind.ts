@@ -22,7 +22,7 @@
  */
 import { BLOCK_SIZE, SINGLE_BLOCK_MAX } from '../hash/blake3.js';
 import type { SealBlock } from '../inodes/filestate.js';
-import { SMALL_OBJECT } from '../snapshot/objects.js';
+import { SMALL_OBJECT } from '../format/objects.js';
 
 /** Where write-behind's blocks go. */
 export interface BlockSink {

@@ -6,11 +6,11 @@
  *   <org>/homes/<home>/heads/<gen>      snapshot id of generation <gen>; created only if absent
  *   <org>/homes/<home>/conflicts/<...>  snapshots that lost a HEAD race, kept, never applied
  *   <org>/homes/<home>/LEASE            which host holds the home read-write, until when
- *   <org>/homes/<home>/HOTSET           what the last session read, in order (snapshot/hotset.ts); a hint
+ *   <org>/homes/<home>/HOTSET           what the last session read, in order (transfer/hotset.ts); a hint
  *   <org>/homes/<home>/WAKEPACK         the small objects of HOTSET, concatenated; a hint
- *   <org>/homes/<home>/NSPACK           every tree of a recent snapshot, concatenated (snapshot/nspack.ts); a hint
- *   <org>/homes/<home>/PUSHPACK         the small blocks of the last pushed snapshot, in pull order (snapshot/pushpack.ts); a hint
- *   <org>/gc/<epoch>                    a gc run announced (snapshot/gcfence.ts); created only if absent
+ *   <org>/homes/<home>/NSPACK           every tree of a recent snapshot, concatenated (transfer/nspack.ts); a hint
+ *   <org>/homes/<home>/PUSHPACK         the small blocks of the last pushed snapshot, in pull order (transfer/pushpack.ts); a hint
+ *   <org>/gc/<epoch>                    a gc run announced (format/gcfence.ts); created only if absent
  *   <org>/gc/<epoch>.done               that run is over
  *
  * Generations are encoded as a fixed-width descending counter so that the newest sorts first.
@@ -86,7 +86,7 @@ export function headKey(org: string, home: string, gen: number): string {
   return headsPrefix(org, home) + encodeGen(gen);
 }
 
-/** A home's fsync log for HEAD generation `gen` (snapshot/homelog.ts); entries sort newest first. */
+/** A home's fsync log for HEAD generation `gen` (fsynclog/homelog.ts); entries sort newest first. */
 export function logPrefix(org: string, home: string, gen: number): string {
   return `${homePrefix(org, home)}log/${encodeGen(gen)}/`;
 }
@@ -112,7 +112,7 @@ export function leaseKey(org: string, home: string): string {
   return `${homePrefix(org, home)}LEASE`;
 }
 
-/** The home's hot-set record (snapshot/hotset.ts): replaced whole by each writer, never relied on. */
+/** The home's hot-set record (transfer/hotset.ts): replaced whole by each writer, never relied on. */
 export function hotsetKey(org: string, home: string): string {
   return `${homePrefix(org, home)}HOTSET`;
 }

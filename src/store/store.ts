@@ -44,7 +44,7 @@ export interface Store {
   /**
    * `length` bytes of `key` starting at byte `offset` (fewer when the object ends first; empty past its
    * end). Throws `NotFoundError` when the object does not exist. Safe to retry. Used to fetch parts of a
-   * wake pack (snapshot/hotset.ts); the caller verifies what it cuts out of the range by hash.
+   * wake pack (transfer/hotset.ts); the caller verifies what it cuts out of the range by hash.
    */
   getRange(key: string, offset: number, length: number): Promise<Buffer>;
 

@@ -1,6 +1,6 @@
 /**
  * The check every read of a content-addressed object passes before anyone sees its bytes: they must hash
- * to the name they were stored under. Used by the object store (snapshot/objects.ts) and the block cache
+ * to the name they were stored under. Used by the object store (format/objects.ts) and the block cache
  * (cache/blockcache.ts), so "verified" means the same thing on every read path.
  */
 import { hashBuffer } from '../hash/blake3.js';

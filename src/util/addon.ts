@@ -1,7 +1,7 @@
 /**
  * Loads one of the project's compiled N-API addons (native/build/Release/<name>.node, built by
  * `npm install` through node-gyp): homefs_fuse (src/fuse/), homefs_sys (src/daemon/) and homefs_files
- * (src/snapshot/filewriter.ts).
+ * (src/transfer/filewriter.ts).
  */
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';

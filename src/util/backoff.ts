@@ -1,6 +1,6 @@
 /**
  * Exponential backoff with full jitter, and a retry loop built on it. The store's retrying wrapper
- * (store/retry.ts) and a home's final seal (home/home.ts) both wait this way, so there is one rule for
+ * (store/retry.ts) and a home's final seal (home/running.ts) both wait this way, so there is one rule for
  * how long homefs waits before trying again.
  */
 

@@ -1,10 +1,10 @@
 /**
- * Seeding a store with what a home's fsync log holds (snapshot/homelog.ts), for tests and benches of readers
+ * Seeding a store with what a home's fsync log holds (fsynclog/homelog.ts), for tests and benches of readers
  * and wakes: a snapshot object with the `log` feature, and a whole segment holding a one-file snapshot.
  */
 import { hashBuffer } from '../../src/hash/blake3.js';
-import { encodeSnapshot, encodeTree } from '../../src/snapshot/codec.js';
-import { createEntry, encodeSegment, type Segment } from '../../src/snapshot/homelog.js';
+import { encodeSnapshot, encodeTree } from '../../src/format/codec.js';
+import { createEntry, encodeSegment, type Segment } from '../../src/fsynclog/homelog.js';
 import { logKey, metaKey } from '../../src/store/keys.js';
 import type { Store } from '../../src/store/store.js';
 

@@ -10,11 +10,11 @@ import { join } from 'node:path';
 import { DEFAULT_EXCLUDES } from '../../src/config.js';
 import { blockKey, metaKey } from '../../src/store/keys.js';
 import type { Store } from '../../src/store/store.js';
-import { readHead } from '../../src/snapshot/heads.js';
-import { ObjectStore } from '../../src/snapshot/objects.js';
-import { pullSnapshot } from '../../src/snapshot/pull.js';
-import { pushDirectory } from '../../src/snapshot/push.js';
-import { fileContent, resolvePath } from '../../src/snapshot/walk.js';
+import { readHead } from '../../src/format/heads.js';
+import { ObjectStore } from '../../src/format/objects.js';
+import { pullSnapshot } from '../../src/transfer/pull.js';
+import { pushDirectory } from '../../src/transfer/push.js';
+import { fileContent, resolvePath } from '../../src/transfer/walk.js';
 import { CorruptObjectError, HeadConflictError } from '../../src/util/errors.js';
 import { describeTree, describeXattrs, FIFO_NAME, makeHomeTree } from './snapshot-tree.js';
 

@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { Journal } from '../../../src/inodes/journal.js';
 import { ROOT_INO } from '../../../src/inodes/types.js';
 import { HomeView } from '../../../src/inodes/view.js';
-import { readHead } from '../../../src/snapshot/heads.js';
-import { ObjectStore } from '../../../src/snapshot/objects.js';
+import { readHead } from '../../../src/format/heads.js';
+import { ObjectStore } from '../../../src/format/objects.js';
 import { openStore } from '../../../src/store/open.js';
 
 const [url, ref] = process.argv.slice(2);

@@ -1,5 +1,5 @@
 /**
- * A home's fsync log (issue 12, docs/format.md "Log segments"): what `--fsync store` writes instead of a
+ * A home's fsync log (docs/format.md "Log segments"): what `--fsync store` writes instead of a
  * whole seal, so that an fsync costs one store round trip at any depth.
  *
  * A segment is one create-only object `<org>/homes/<home>/log/<G>/<seq>` under HEAD generation G. It holds
@@ -21,8 +21,8 @@ import { blockKey, headKey, logKey, logPrefix, logsPrefix, metaKey, decodeGen } 
 import type { ObjectInfo, Store } from '../store/store.js';
 import { ForwardingStore } from '../store/forwarding.js';
 import { FormatError, NotFoundError } from '../util/errors.js';
-import { readHead, type HeadRecord } from './heads.js';
-import { ObjectStore } from './objects.js';
+import { readHead, type HeadRecord } from '../format/heads.js';
+import { ObjectStore } from '../format/objects.js';
 import type { Snapshot } from '../model/tree.js';
 
 const SEGMENT_MAGIC = Buffer.from('HFSG', 'latin1');

@@ -1,6 +1,6 @@
 /**
  * The subtree hashes of an encoded tree, read without decoding it: what the namespace walk
- * (treewalk.ts) needs from each of the thousands of trees it visits. It steps over each entry by the
+ * (home/treewalk.ts) needs from each of the thousands of trees it visits. It steps over each entry by the
  * lengths the format gives (docs/format.md) and builds nothing but the list of its directories' tree
  * hashes, so it costs a fraction of `decodeTree`.
  *

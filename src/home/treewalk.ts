@@ -1,11 +1,11 @@
 /**
- * The namespace walk of a waking home (issue 11 item 2): every tree under a root, fetched breadth-first
+ * The namespace walk of a waking home: every tree under a root, fetched breadth-first
  * in the background, so that `find`, `git status` or a first `ls` over a store one network hop away cost
  * O(depth) round trips instead of one per directory.
  *
  * Each tree is fetched through `fetch` (the block cache's prefetch-priority get, which bounds the requests
  * in flight and lets a reader's lookup jump ahead of the queue or join the fetch in flight). As soon as a
- * tree arrives its subtrees are queued (subtrees.ts reads only their hashes), so a level's requests all go
+ * tree arrives its subtrees are queued (format/subtrees.ts reads only their hashes), so a level's requests all go
  * out together. A tree that fails to fetch or read is skipped with its subtrees (the mount fetches it
  * again on demand, and reports the error there); the walk itself never throws. `stop()` ends it early (the cache is closing).
  *
@@ -14,7 +14,7 @@
  * every tree is read after `pause` (util/slicer.ts: a few ms of walk per turn of the event loop).
  */
 import { backgroundSlicer } from '../util/slicer.js';
-import { subtreesOf } from './subtrees.js';
+import { subtreesOf } from '../format/subtrees.js';
 
 export interface TreeWalkResult {
   /** Trees fetched and read, trees skipped (fetch or read failed), and the deepest level reached. */

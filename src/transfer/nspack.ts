@@ -18,7 +18,7 @@ import { nsPackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { mapLimit } from '../util/concurrency.js';
 import { FormatError, NotFoundError } from '../util/errors.js';
-import { subtreesOf } from './subtrees.js';
+import { subtreesOf } from '../format/subtrees.js';
 import { cutSlices, fetchPackSlices, type PackSlice, type SliceSink } from './hotset.js';
 
 export const NSPACK_VERSION = 1;

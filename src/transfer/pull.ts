@@ -35,7 +35,7 @@ import { nsPackKey, pushPackKey } from '../store/keys.js';
 import { emptyPushPackStats, PushPackReader, type PushPackStats } from './pushpack-reader.js';
 import { readNsPack } from './nspack.js';
 import { FileWriter, setMeta, type PathMeta } from './filewriter.js';
-import { ObjectStore } from './objects.js';
+import { ObjectStore } from '../format/objects.js';
 import { OsHelper } from './oshelper.js';
 import type { TreeEntry } from '../model/tree.js';
 import { fileContent, getDirTree, singleBlockContent } from './walk.js';

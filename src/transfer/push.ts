@@ -43,13 +43,13 @@ import { pushPackKey } from '../store/keys.js';
 import { PushPackWriter, type PackBlock, type PackWriterOptions, type PushPackResult } from './pushpack-writer.js';
 import { treeEntry } from '../model/entry.js';
 import { pushedIno } from '../model/inos.js';
-import { compareNames, nameProblem } from './codec.js';
-import { Excludes } from './excludes.js';
-import { commitSnapshot } from './commit.js';
-import { GcFence, reverifyReused, type EpochState, type FenceOptions } from './gcfence.js';
-import { readHead, type HeadRecord } from './heads.js';
+import { compareNames, nameProblem } from '../format/codec.js';
+import { Excludes } from '../format/excludes.js';
+import { commitSnapshot } from '../format/commit.js';
+import { GcFence, reverifyReused, type EpochState, type FenceOptions } from '../format/gcfence.js';
+import { readHead, type HeadRecord } from '../format/heads.js';
 import { storeNsPack, TreeMemo, wantsNsPack } from './nspack.js';
-import { ObjectStore, ReuseLog } from './objects.js';
+import { ObjectStore, ReuseLog } from '../format/objects.js';
 import { OsHelper } from './oshelper.js';
 import type { EntryKind, TreeEntry } from '../model/tree.js';
 
@@ -89,7 +89,7 @@ export interface PushOptions {
   host?: string;
   reason?: string;
   onProgress?: (p: PushProgress) => void;
-  /** gc fence timing (gcfence.ts); tests shorten it. */
+  /** gc fence timing (format/gcfence.ts); tests shorten it. */
   fence?: Partial<FenceOptions>;
   /** Test hook: runs after every object is written, before HEAD (to interleave a gc deterministically). */
   beforeCommit?: () => Promise<void>;
@@ -618,7 +618,7 @@ export async function pushDirectory(dir: string, store: Store, org: string, home
   if (!rootSt.isDirectory()) throw new UserError(`cannot push ${dir}: not a directory`);
   const head = opts.fromHead !== undefined ? opts.fromHead : await readHead(store, org, home);
   const fence = new GcFence(store, org, opts.fence);
-  const since = await fence.observe(); // before any dedupe check (gcfence.ts)
+  const since = await fence.observe(); // before any dedupe check (format/gcfence.ts)
 
   const parentRoot = head && !opts.rehash ? (await objects.getSnapshot(head.snapshot)).root : null;
   const root: Node = { name: '', rel: '', kind: 'dir', st: pushStat(rootSt), depth: 0, size: 0 };

@@ -7,14 +7,14 @@
 import { blockRanges } from '../hash/blake3.js';
 import { CorruptObjectError, NotFoundError, UserError } from '../util/errors.js';
 import { ExitCode } from '../util/exit-codes.js';
-import { liveHead, type Segment } from './homelog.js';
-import type { ObjectStore } from './objects.js';
+import { liveHead, type Segment } from '../fsynclog/homelog.js';
+import type { ObjectStore } from '../format/objects.js';
 import type { Tree, TreeEntry } from '../model/tree.js';
 
 /**
  * The snapshot `org/home@snap` refers to, and the objects to read it through. Without `snap` it is the
  * home's current state: HEAD plus what was fsync'd since (the newest segment of its log, whose objects
- * `objects` then also serves; homelog.ts). UserError if there is none.
+ * `objects` then also serves; fsynclog/homelog.ts). UserError if there is none.
  */
 export async function resolveHomeSnapshot(objects: ObjectStore, home: string, snap?: string): Promise<{ snapshot: string; objects: ObjectStore; segment: Segment | null }> {
   if (snap !== undefined) return { snapshot: await objects.resolveSnapshot(snap), objects, segment: null };
