@@ -205,7 +205,7 @@ export const defaults = {
     prefetchParallelism: 64,
     /** A second cold read in a directory of a file of at most this size prefetches its other files this small, */
     neighbourFileBytes: 256 * 1024,
-    /** up to this many bytes per directory (0 turns it off; it is off for stores on local disk). */
+    /** up to this many bytes per directory (0 turns it off). A store on local disk gets it too: a reader's files then no longer wait one by one for the thread pool's open, read and close of each block file. */
     neighbourBudgetBytes: 2 * 1024 * 1024,
     /** Once two subdirectories of a directory were prefetched so, its whole subtree's small files, up to this. */
     subtreeBudgetBytes: 32 * 1024 * 1024,

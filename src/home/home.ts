@@ -172,8 +172,8 @@ export class MountedHome extends RunningHome {
       const backgroundTrees = { getTree: async (h: string) => decodeTree(await cache.getInBackground('meta', h), h) };
       const neighbours = new NeighbourPrefetch(journal, blocks, backgroundTrees, {
         maxFileBytes: defaults.cache.neighbourFileBytes,
-        budgetBytes: remote ? defaults.cache.neighbourBudgetBytes : 0,
-        subtreeBudgetBytes: remote ? defaults.cache.subtreeBudgetBytes : 0,
+        budgetBytes: defaults.cache.neighbourBudgetBytes,
+        subtreeBudgetBytes: defaults.cache.subtreeBudgetBytes,
       });
       // A cold read of a small file goes to the neighbour prefetch and to the git-index prefetch (set below).
       let git: GitIndexPrefetch | undefined;
