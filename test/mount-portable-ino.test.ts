@@ -9,12 +9,13 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { hashBuffer } from '../src/hash/blake3.js';
 import { commitSnapshot } from '../src/format/commit.js';
 import { readHead } from '../src/format/heads.js';
 import { ObjectStore } from '../src/format/objects.js';
+import { decodeHotSet } from '../src/transfer/hotset.js';
 import { FileStore } from '../src/store/file.js';
 import { TestHome, homefsOk, sh, shOk } from './support/homefs-mount.js';
 
@@ -39,30 +40,21 @@ after(async () => {
   await h.cleanup();
 });
 
-/** Names of every object in a host's block cache. */
-function cached(host: string): Set<string> {
-  const out = new Set<string>();
-  const walk = (dir: string): void => {
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      if (e.isDirectory()) walk(path.join(dir, e.name));
-      else out.add(e.name);
-    }
-  };
-  const root = h.hostDirs(host).cache;
-  if (existsSync(root)) walk(root);
-  return out;
+/** The home's hot-set record and wake pack: removed before a host mounts, so that what a sleep writes is that session's alone. */
+function dropHotSet(): void {
+  for (const hint of ['HOTSET', 'WAKEPACK']) rmSync(path.join(h.root, 'store', h.org, 'homes', h.home, hint), { force: true });
 }
 
 /**
- * The host's cache after reading `file` (block `hash`) and waiting until its block is in the cache: the
- * check can fail, and cache inserts of earlier reads (written just after the read is answered) are in too.
+ * The blocks the last session read through its mount: its hot-set record, which the sleep writes, lists every
+ * block a read or copy-up took from the cache, in first-access order (prefetches are not reads). A read of a
+ * control file proves that the check can fail.
  */
-async function cachedAfterRead(host: string, file: string, hash: string): Promise<Set<string>> {
-  await shOk(`cat ${file} > /dev/null`);
-  for (let i = 0; i < 100 && !cached(host).has(hash); i++) await new Promise((r) => setTimeout(r, 50));
-  const c = cached(host);
-  assert.ok(c.has(hash), 'a file read is cached');
-  return c;
+function blocksRead(control: string): Set<string> {
+  const rec = decodeHotSet(readFileSync(path.join(h.root, 'store', h.org, 'homes', h.home, 'HOTSET')));
+  const read = new Set(rec.entries.filter((e) => e.kind === 'block').map((e) => e.hash));
+  assert.ok(read.has(control), 'the control file read is in the record');
+  return read;
 }
 
 /** The block hash of each tracked file of the source repo (all are single-block files). */
@@ -84,6 +76,7 @@ function assertUnique(listing: string, hardLinked: ReadonlyArray<readonly string
 
 test('a pushed repo: the mount serves the source st_ino (low 32 bits) and times, and git status reads no tracked file', async () => {
   const blocks = await trackedBlocks();
+  dropHotSet();
   const mnt = await h.mount({ host: 'one' });
   try {
     const files = [...blocks.keys()];
@@ -98,13 +91,14 @@ test('a pushed repo: the mount serves the source st_ino (low 32 bits) and times,
     }
     assert.equal(await shOk(`cd ${mnt}/repo && git status --porcelain`), '', 'git sees the pushed repo clean');
     assert.equal((await sh(`cd ${mnt}/repo && git diff --quiet`)).code, 0);
-    const inCache = await cachedAfterRead('one', `${mnt}/repo/b/f3.txt`, blocks.get('b/f3.txt') as string);
-    const read = files.filter((f) => f !== 'b/f3.txt' && inCache.has(blocks.get(f) as string));
-    assert.deepEqual(read, [], 'git status and git diff read no tracked file');
+    await shOk(`cat ${mnt}/repo/b/f3.txt > /dev/null`);
     assertUnique(await shOk(`cd ${mnt} && ${INOS}`), [['./repo/a/f1.txt', './repo/a/hard.txt']]);
   } finally {
     await h.sleep(mnt);
   }
+  const inRecord = blocksRead(blocks.get('b/f3.txt') as string);
+  const read = [...blocks.keys()].filter((f) => f !== 'b/f3.txt' && inRecord.has(blocks.get(f) as string));
+  assert.deepEqual(read, [], 'git status and git diff read no tracked file');
 });
 
 test('after a seal, the next fresh host serves every number the previous one did, new files included', async () => {
@@ -122,20 +116,29 @@ test('after a seal, the next fresh host serves every number the previous one did
   }
   // The session's hot set would bring the files git add read into the next host's cache: without it, the
   // cache holds only what the next host reads.
-  for (const hint of ['HOTSET', 'WAKEPACK']) rmSync(path.join(h.root, 'store', h.org, 'homes', h.home, hint), { force: true });
+  dropHotSet();
   const mnt2 = await h.mount({ host: 'three' });
+  let tracked: string[];
   try {
     assert.equal(await shOk(`cd ${mnt2} && ${INOS}`), before, 'the same inode numbers on the next host');
     assert.equal(await shOk(`cd ${mnt2}/repo && git status --porcelain`), '', 'clean');
-    const control = `${mnt2}/repo/a/x/g7.txt`;
-    const inCache = await cachedAfterRead('three', control, hashBuffer(readFileSync(path.join(src, 'repo/a/x/g7.txt'))));
-    const files = (await shOk(`cd ${mnt2}/repo && git ls-files`)).trim().split('\n');
-    assert.ok(files.includes('new/deep/d.txt') && files.includes('b/f2-moved.txt') && !files.includes('b/f2.txt'));
-    const read = files.filter((f) => f !== 'a/x/g7.txt' && inCache.has(hashBuffer(readFileSync(path.join(mnt2, 'repo', f)))));
-    assert.deepEqual(read, [], 'git status read no tracked file, new ones included');
+    tracked = (await shOk(`cd ${mnt2}/repo && git ls-files`)).trim().split('\n');
+    assert.ok(tracked.includes('new/deep/d.txt') && tracked.includes('b/f2-moved.txt') && !tracked.includes('b/f2.txt'));
+    await shOk(`cat ${mnt2}/repo/a/x/g7.txt > /dev/null`);
   } finally {
     await h.sleep(mnt2);
   }
+  // Each tracked file's content, from the source and the first host's changes above (reading it through a
+  // mount would put it in the record).
+  const srcFile = (f: string): Buffer => readFileSync(path.join(src, 'repo', f));
+  const made: Record<string, Buffer> = {
+    'new/n1.txt': Buffer.from('new 1\n'), 'new/n1-link.txt': Buffer.from('new 1\n'), 'new/n2.txt': Buffer.from('new 2\n'),
+    'new/n3.txt': Buffer.from('new 3\n'), 'new/deep/d.txt': Buffer.from('deep\n'), 'b/f2-moved.txt': srcFile('b/f2.txt'),
+    'c/f5.txt': Buffer.concat([srcFile('c/f5.txt'), Buffer.from('edit\n')]),
+  };
+  const inRecord = blocksRead(hashBuffer(srcFile('a/x/g7.txt')));
+  const read = tracked.filter((f) => f !== 'a/x/g7.txt' && inRecord.has(hashBuffer(made[f] ?? srcFile(f))));
+  assert.deepEqual(read, [], 'git status read no tracked file, new ones included');
 });
 
 test('a tree recording one inode number twice: the second entry gets another number', async () => {

@@ -390,7 +390,7 @@ export class BlockCache {
     // An object of a store on this host's disk is read from there again when needed: the store is as near
     // as the cache directory, so the cache neither looks there for an object its index does not list (one
     // failed open per cold read) nor copies one there (an open, a write and a rename: 0.4 ms each, a third
-    // of a cold `find`'s CPU over a 26,000-directory home when trees were copied). Only blocks larger than
+    // of a cold `find`'s CPU over a 26,000-directory home when trees were copied). Only blocks of at least
     // LOCAL_COPY_MIN are still copied: reads of a few bytes of one are then served from the copy's file,
     // not by reading the whole object.
     const local = this.localStore && !this.index.has(cacheKey(kind, hash));
