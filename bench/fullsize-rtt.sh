@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The full-size home over a real store, by hand: the test Ceph with its OSD on bluestore (memstore cannot
+# hold 8 GB on this machine), the home pushed once at +0 ms, then through bench/latency-proxy.ts at +RTT ms
+# (default 20), each step on a fresh state and cache directory with the page cache dropped:
+#   find  a cold `find` over the never-mounted home (the hot-set record and wake pack removed first);
+#   wake  the agent's resume (cat of a note, `git status` of the checkout, `grep -r` through its sources)
+#         on a fresh host with no hot set;
+#   move  the same on the next fresh host, after the wake's session recorded its hot set.
+# Each prints the step's times since the mount started and the daemon's peak RSS; the move also prints what
+# its warm-up fetched (`homefs status --json`) and its store requests by kind (`homefs status --metrics`).
+#
+#   bench/fullsize-rtt.sh [RTT]        (needs the home of bench/lib/agenthome.ts at scale 8 in $SRC)
+#
+# SRC defaults to /var/tmp/big/home (see bench/find-local.sh for how to make it); WORK to /var/tmp/s8. The
+# Ceph keeps running afterwards (its state is in $HOMEFS_CEPH_DIR, default /var/tmp/bsceph): stop it with
+# `HOMEFS_CEPH_DIR=/var/tmp/bsceph test/support/ceph.sh stop`. A second run reuses the pushed home while the
+# cluster runs.
+set -u
+cd "$(dirname "$0")/.."
+export PATH=/usr/local/bin:$PATH
+RTT=${1:-20}
+SRC=${SRC:-/var/tmp/big/home}
+W=${WORK:-/var/tmp/s8}; mkdir -p "$W"
+export HOMEFS_CEPH_OBJECTSTORE=bluestore HOMEFS_CEPH_DIR=${HOMEFS_CEPH_DIR:-/var/tmp/bsceph}
+eval "$(test/support/ceph.sh start)" || exit 1
+URL0=${HOMEFS_TEST_S3_URL/\/test\?/\/big?}
+EP=$(echo "$URL0" | sed -E 's|.*endpoint=http://([^&]*).*|\1|')
+MARK=$HOMEFS_CEPH_DIR/pushed-acme-big # gone with the cluster
+if [ ! -e "$MARK" ]; then
+  sync; echo 3 > /proc/sys/vm/drop_caches
+  /usr/bin/time -f "push %e s, peak RSS %M KB" bin/homefs push "$SRC" acme/big --store "$URL0" && touch "$MARK"
+fi
+PORT=18020
+node dist/bench/latency-proxy.js $PORT "$EP" "$RTT" & PX=$!
+trap 'kill $PX 2>/dev/null' EXIT
+sleep 1
+URL=$(echo "$URL0" | sed -E "s|endpoint=http://[^&]*|endpoint=http://127.0.0.1:$PORT|")
+M=$W/mnt; mkdir -p "$M"
+now() { python3 -c 'import time; print(time.monotonic())'; }
+since() { echo "$(now) - $1" | bc; }
+step() { # name, function
+  local n=$1 t0 pid
+  rm -rf "$W/state-$n" "$W/cache-$n"; sync; echo 3 > /proc/sys/vm/drop_caches
+  t0=$(now)
+  bin/homefs mount acme/big "$M" --store "$URL" --state-dir "$W/state-$n" --cache-dir "$W/cache-$n" > /dev/null || { echo "$n: mount failed"; return 1; }
+  echo "$n (+$RTT ms): mount returns $(since "$t0") s"
+  "$2" "$t0"
+  pid=$(bin/homefs status "$M" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+  [ "$n" = move ] && report
+  echo "  daemon peak RSS: $(grep VmHWM /proc/"$pid"/status | awk '{print $2, $3}')"
+  bin/homefs sleep "$M" > /dev/null
+}
+dofind() { local n; n=$(find "$M" | wc -l); echo "  find ends $(since "$1") s, $n entries"; }
+resume() {
+  cat "$M/notes/u0.txt" > /dev/null; echo "  cat ends $(since "$1") s"
+  git -C "$M/projects/app" status --porcelain > /dev/null; echo "  git status ends $(since "$1") s"
+  local l; l=$(grep -r abc "$M/projects/app/src" | wc -l); echo "  grep -r ends $(since "$1") s ($l lines)"
+}
+report() {
+  bin/homefs status "$M" --json | python3 -c 'import json,sys; d=json.load(sys.stdin); w=d["hotset"].get("warm") or {}; print("  warm-up:", {k: w.get(k) for k in ["entries","fromPack","prefetched","bytesFetched","ms"]}, "bytes fetched in all:", d["bytesFetched"])'
+  bin/homefs status --metrics "$M" | grep -E '^homefs_store_requests_total' | sed -E 's/^homefs_store_requests_total\{op="([^"]*)",kind="([^"]*)".*\} /  requests \1 \2: /'
+}
+node dist/bench/lib/tools/forget-hints.js "$URL0" acme/big
+step find dofind
+node dist/bench/lib/tools/forget-hints.js "$URL0" acme/big
+step wake resume
+step move resume
