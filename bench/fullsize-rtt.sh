@@ -7,7 +7,7 @@
 #         on a fresh host with no hot set;
 #   move  the same on the next fresh host, after the wake's session recorded its hot set.
 # Each prints the step's times since the mount started and the daemon's peak RSS; the move also prints what
-# its warm-up fetched (`homefs status --json`) and its store requests by kind (`homefs status --metrics`).
+# its warm-up fetched and the push pack served (`homefs status --json`), and its store requests by kind (`homefs status --metrics`).
 #
 #   bench/fullsize-rtt.sh [RTT]        (needs the home of bench/lib/agenthome.ts at scale 8 in $SRC)
 #
@@ -57,7 +57,7 @@ resume() {
   local l; l=$(grep -r abc "$M/projects/app/src" | wc -l); echo "  grep -r ends $(since "$1") s ($l lines)"
 }
 report() {
-  bin/homefs status "$M" --json | python3 -c 'import json,sys; d=json.load(sys.stdin); w=d["hotset"].get("warm") or {}; print("  warm-up:", {k: w.get(k) for k in ["entries","fromPack","prefetched","bytesFetched","ms"]}, "bytes fetched in all:", d["bytesFetched"])'
+  bin/homefs status "$M" --json | python3 -c 'import json,sys; d=json.load(sys.stdin); w=d["hotset"].get("warm") or {}; p=d.get("pushpack") or {}; print("  warm-up:", {k: w.get(k) for k in ["entries","fromPack","prefetched","bytesFetched","ms"]}, "push pack:", {k: p.get(k) for k in ["blocks","served"]}, "bytes fetched in all:", d["bytesFetched"])'
   bin/homefs status --metrics "$M" | grep -E '^homefs_store_requests_total' | sed -E 's/^homefs_store_requests_total\{op="([^"]*)",kind="([^"]*)".*\} /  requests \1 \2: /'
 }
 node dist/bench/lib/tools/forget-hints.js "$URL0" acme/big
