@@ -39,6 +39,10 @@ class HomefsEnv:
         return out
 
     def cli(self, *args, timeout=120, check=True, env=None):
+        # fstests/run --fuse-passthrough MODE: every mount takes it (the suite runs on either write path).
+        mode = os.environ.get('HOMEFS_FSTESTS_PASSTHROUGH')
+        if mode and args and args[0] == 'mount' and '--fuse-passthrough' not in args:
+            args = (*args, '--fuse-passthrough', mode)
         full_env = dict(os.environ)
         if env:
             full_env.update(env)

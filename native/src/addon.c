@@ -21,6 +21,7 @@ static napi_value init(napi_env env, napi_value exports) {
     F("replyLseek", hf_reply_lseek), F("replyDir", hf_reply_dir), F("ctx", hf_req_ctx),
     F("writeBufferStats", hf_wbuf_stats), F("markNoXattrs", hf_noxattr_mark),
     F("revokeNoXattrs", hf_noxattr_revoke), F("nativeReplies", hf_noxattr_stats),
+    F("backingOpen", hf_backing_open), F("backingClose", hf_backing_close), F("caps", hf_caps),
 #undef F
   };
   if (napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props) != napi_ok) return NULL;

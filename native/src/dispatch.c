@@ -6,6 +6,7 @@
  * process's exit hooks unmount) instead of leaving a request unanswered.
  */
 #include "hf.h"
+#include <linux/fuse.h>
 #include <errno.h>
 #include <string.h>
 #include <stdlib.h>
@@ -321,7 +322,11 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn) {
   if (s->fn[OP_READDIRPLUS] && (conn->capable & FUSE_CAP_READDIRPLUS)) conn->want |= FUSE_CAP_READDIRPLUS;
   if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
   s->zero_opendir = !s->fn[OP_OPENDIR] && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0;
-  if (s->settings.writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+  /* Passthrough, when asked and offered, replaces the writeback cache (passthrough.c). */
+  s->passthrough = s->settings.passthrough && (s->init_flags & FUSE_INIT_EXT) &&
+                   (s->init_flags2 & hf_passthrough_flags2());
+  if (s->passthrough) conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+  else if (s->settings.writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
     conn->want |= FUSE_CAP_WRITEBACK_CACHE;
   if (s->settings.max_write && s->settings.max_write < conn->max_write) conn->max_write = s->settings.max_write;
   if (s->fn[OP_INIT]) {

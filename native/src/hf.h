@@ -37,6 +37,7 @@ struct hf_settings {
   unsigned max_write;  /* 0 = libfuse default (1 MiB) */
   uint64_t idle_poll_ns; /* idle pollers' window after the last answered request (idlepoll.c), 0 = none */
   int killpriv_v2;     /* offer FUSE_HANDLE_KILLPRIV_V2 (the handlers clear suid/sgid when told: hf_session.kill) */
+  int passthrough;     /* ask for FUSE passthrough (passthrough.c); the writeback cache is then dropped */
 };
 
 typedef struct hf_idlepoll hf_idlepoll;
@@ -61,6 +62,10 @@ typedef struct hf_session {
   uint64_t init_unique;        /* unique of the FUSE_INIT request, to patch its reply */
   int init_patched;
   uint32_t init_flags;         /* the kernel's INIT request flags (what it supports) */
+  uint32_t init_flags2;        /* ... and its flags2 (with FUSE_INIT_EXT) */
+  int passthrough;             /* FUSE passthrough is granted in the INIT reply (passthrough.c) */
+  int writeback_granted;       /* the writeback cache is granted */
+  int init_done;               /* the INIT reply went out */
   int killpriv_v2;             /* FUSE_HANDLE_KILLPRIV_V2 was granted in the INIT reply */
   int kill;                    /* the request being dispatched asks to clear suid/sgid (KILLPRIV_V2 flags) */
   int zero_opendir;            /* no JS opendir handler and the kernel takes ENOSYS as success (see ll_init) */
@@ -169,11 +174,22 @@ enum {
   SC_INO, SC_MODE, SC_NLINK, SC_UID, SC_GID, SC_RDEV, SC_SIZE, SC_BLOCKS, SC_BLKSIZE,
   SC_ATIME, SC_ATIME_NS, SC_MTIME, SC_MTIME_NS, SC_CTIME, SC_CTIME_NS,           /* attr: 0..14 */
   SC_NODEID, SC_GENERATION, SC_ATTR_TIMEOUT, SC_ENTRY_TIMEOUT,                    /* entry: 15..18 */
-  SC_FH, SC_OPEN_FLAGS,                                                            /* open: 19..20 */
+  SC_FH, SC_OPEN_FLAGS, SC_BACKING,                                                /* open: 19..21 */
   SC_SIZE_TOTAL
 };
 #define HF_DIR_STRIDE 3       /* readdir entries: ino, mode, off */
 #define HF_DIRPLUS_STRIDE 20  /* readdirplus entries: attr 0..14, nodeid, generation, attrTimeout, entryTimeout, off */
+
+static inline uint64_t U(double d) { return (d > 0 && d < 18446744073709551616.0) ? (uint64_t)d : 0; }
+static inline int64_t I(double d) { return __builtin_isfinite(d) ? (int64_t)d : 0; }
+
+/* passthrough.c: FUSE passthrough (backing files, the open/create replies that name one). */
+uint32_t hf_passthrough_flags2(void);
+int hf_send_open_passthrough(fuse_req_t req, const double *x);
+int hf_send_create_passthrough(fuse_req_t req, const double *x);
+napi_value hf_backing_open(napi_env env, napi_callback_info info);
+napi_value hf_backing_close(napi_env env, napi_callback_info info);
+napi_value hf_caps(napi_env env, napi_callback_info info);
 
 #define HF_CHECK(env, call) do { if ((call) != napi_ok) return NULL; } while (0)
 

@@ -15,8 +15,6 @@ double *hf_scratch;
 size_t hf_scratch_len;
 static napi_ref scratch_ref;
 
-static uint64_t U(double d) { return (d > 0 && d < 18446744073709551616.0) ? (uint64_t)d : 0; }
-static int64_t I(double d) { return isfinite(d) ? (int64_t)d : 0; }
 
 napi_value hf_set_scratch(napi_env env, napi_callback_info info) {
   size_t argc = 1; napi_value argv[1];
@@ -48,6 +46,10 @@ static fuse_req_t take(napi_env env, napi_value v, hf_slot **out) {
   return sl->req;
 }
 static void done(napi_env env, hf_slot *sl) { hf_slot_free(env, sl); }
+/* Frees the slot and returns the send's result (0 or -errno) to JS. */
+static napi_value sent(napi_env env, hf_slot *sl, int res) {
+  napi_value r; hf_slot_free(env, sl); napi_create_int32(env, res, &r); return r;
+}
 
 #define ARGS(n) size_t argc = n; napi_value argv[n]; \
   HF_CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL)); \
@@ -94,6 +96,7 @@ napi_value hf_reply_entry(napi_env env, napi_callback_info info) {
 }
 napi_value hf_reply_create(napi_env env, napi_callback_info info) {
   ARGS(1); struct fuse_entry_param e; struct fuse_file_info fi;
+  if (hf_scratch[SC_BACKING] > 0) return sent(env, sl, hf_send_create_passthrough(req, hf_scratch));
   fill_entry(&e, hf_scratch); fill_open(&fi, hf_scratch);
   fuse_reply_create(req, &e, &fi); done(env, sl); return NULL;
 }
@@ -102,7 +105,9 @@ napi_value hf_reply_attr(napi_env env, napi_callback_info info) {
   fuse_reply_attr(req, &st, nonneg(hf_scratch[SC_ATTR_TIMEOUT])); done(env, sl); return NULL;
 }
 napi_value hf_reply_open(napi_env env, napi_callback_info info) {
-  ARGS(1); struct fuse_file_info fi; fill_open(&fi, hf_scratch);
+  ARGS(1); struct fuse_file_info fi;
+  if (hf_scratch[SC_BACKING] > 0) return sent(env, sl, hf_send_open_passthrough(req, hf_scratch));
+  fill_open(&fi, hf_scratch);
   fuse_reply_open(req, &fi); done(env, sl); return NULL;
 }
 napi_value hf_reply_statfs(napi_env env, napi_callback_info info) {

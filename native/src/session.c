@@ -66,6 +66,8 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *ud) {
       s->init_unique = in->unique;
       if ((size_t)r >= sizeof(*in) + offsetof(struct fuse_init_in, flags) + sizeof(uint32_t))
         s->init_flags = ((const struct fuse_init_in *)(in + 1))->flags;
+      if ((s->init_flags & FUSE_INIT_EXT) && (size_t)r >= sizeof(*in) + offsetof(struct fuse_init_in, flags2) + sizeof(uint32_t))
+        s->init_flags2 = ((const struct fuse_init_in *)(in + 1))->flags2;
     }
   }
   return r;
@@ -84,6 +86,17 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *ud) {
         init.flags |= FUSE_PARALLEL_DIROPS;
         int grant = s->settings.killpriv_v2 && (s->init_flags & FUSE_HANDLE_KILLPRIV_V2);
         if (grant) init.flags |= FUSE_HANDLE_KILLPRIV_V2;
+        /* Passthrough (decided in ll_init): max_stack_depth is the u32 after flags2 (protocol 7.40). */
+        if (s->passthrough && n >= offsetof(struct fuse_init_out, flags2) + 2 * sizeof(uint32_t)) {
+          init.flags = (init.flags | FUSE_INIT_EXT) & ~FUSE_WRITEBACK_CACHE;
+          init.flags2 |= hf_passthrough_flags2();
+          uint32_t depth = 1;
+          memcpy((char *)&init + offsetof(struct fuse_init_out, flags2) + sizeof(uint32_t), &depth, sizeof(depth));
+        } else {
+          s->passthrough = 0;
+        }
+        s->writeback_granted = (init.flags & FUSE_WRITEBACK_CACHE) != 0;
+        s->init_done = 1;
         struct iovec v[2] = { iov[0], { &init, n } };
         if (count == 2) {
           ssize_t w = writev(fd, v, 2);
@@ -282,9 +295,9 @@ static void on_poll(uv_poll_t *h, int status, int events) {
 
 static int fd_is_open_before[4096];
 
-/* mount(mountpoint, args: string[], ops, onUnmounted, writebackCache, maxWrite, spinUs, killprivV2, idlePollUs) -> session handle */
+/* mount(mountpoint, args: string[], ops, onUnmounted, writebackCache, maxWrite, spinUs, killprivV2, idlePollUs, passthrough) -> session handle */
 napi_value hf_mount(napi_env env, napi_callback_info info) {
-  size_t argc = 9; napi_value argv[9];
+  size_t argc = 10; napi_value argv[10];
   HF_CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   char mnt[4096]; size_t n;
   if (argc < 6 || napi_get_value_string_utf8(env, argv[0], mnt, sizeof(mnt), &n) != napi_ok) {
@@ -319,6 +332,9 @@ napi_value hf_mount(napi_env env, napi_callback_info info) {
   double idle = 0;
   if (argc >= 9) napi_get_value_double(env, argv[8], &idle);
   s->settings.idle_poll_ns = idle > 0 && idle <= 1e6 ? (uint64_t)(idle * 1000) : 0;
+  bool pt = false;
+  if (argc >= 10) napi_get_value_bool(env, argv[9], &pt);
+  s->settings.passthrough = pt;
   hf_fill_llops(s);
 
   uint32_t nargs = 0; napi_get_array_length(env, argv[1], &nargs);

@@ -49,6 +49,7 @@ interface Options {
   metricsAddr?: string;
   fuseSpinUs?: string;
   fuseIdlePollUs?: string;
+  fusePassthrough?: string;
 }
 
 function isMountpoint(path: string): boolean {
@@ -91,8 +92,14 @@ function buildConfig(ref: string, mnt: string, o: Options): MountConfig {
     leaseTtlMs: o.leaseTtl ? parseDuration('--lease-ttl', o.leaseTtl) : defaults.leaseTtlMs,
     fuseSpinUs: o.fuseSpinUs !== undefined ? parseMicros('--fuse-spin-us', o.fuseSpinUs) : defaults.fuseSpinUs,
     fuseIdlePollUs: o.fuseIdlePollUs !== undefined ? parseMicros('--fuse-idle-poll-us', o.fuseIdlePollUs) : defaults.fuseIdlePollUs,
+    fusePassthrough: parsePassthrough(o.fusePassthrough ?? 'auto'),
     excludes: excludePatterns(),
   };
+}
+
+function parsePassthrough(v: string): 'auto' | 'off' {
+  if (v === 'auto' || v === 'off') return v;
+  throw new UsageError(`invalid --fuse-passthrough '${v}': use auto or off`);
 }
 
 function inside(child: string, parent: string): boolean {
@@ -287,6 +294,7 @@ export function register(program: Command): void {
     .option('--background-writes <n>', 'uploads that write-behind and background seals keep in flight while users\' requests flow (0: none until they pause)', String(defaults.backgroundWrites))
     .option('--lease-ttl <duration>', 'lease lifetime without renewal', '30s')
     .option('--fuse-spin-us <n>', 'after answering FUSE requests, wait this long awake for the next before sleeping (0: never)', String(defaults.fuseSpinUs))
+    .option('--fuse-passthrough <mode>', 'auto: files whose bytes are local open through FUSE passthrough where the kernel and privileges allow (no writeback cache then); off: the writeback cache, every read and write through the daemon', 'auto')
     .option('--fuse-idle-poll-us <n>', 'while FUSE requests came in the last N µs, keep the other CPUs from halting (idle-priority threads; 0: never)', String(defaults.fuseIdlePollUs))
     .option('--log-level <level>', 'daemon log level (trace, debug, info, warn, error)', 'info')
     .option('--metrics-addr <[host:]port>', 'serve Prometheus /metrics and /healthz over HTTP (host default: 127.0.0.1)')

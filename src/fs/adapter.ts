@@ -11,7 +11,7 @@
  */
 import type { Logger } from 'pino';
 import type { Ops, Req, Session, SetAttr, StatFs } from '../fuse/types.js';
-import type { Content } from '../inodes/content.js';
+import { canWriteThrough, type Content } from '../inodes/content.js';
 import { E, FsError, nowNs } from '../inodes/errors.js';
 import type { Inode } from '../inodes/types.js';
 import type { UpperFiles } from '../inodes/upper.js';
@@ -20,6 +20,8 @@ import { Xattrs } from '../inodes/xattrs.js';
 import { CorruptObjectError, FormatError, NotFoundError, StoreUnavailableError } from '../util/errors.js';
 import { attrOf, entryOf, kindOfMode, toNs, type Timeouts } from './attr.js';
 import { Listings } from './listings.js';
+import { PassthroughOpens } from './passthrough.js';
+import { allLocal } from '../inodes/filestate.js';
 import { CommittedReplies } from './replies.js';
 import { clearedSetidMode } from './setid.js';
 
@@ -46,6 +48,10 @@ export class FuseAdapter {
   private readonly listings = new Listings();
   private replies: CommittedReplies | undefined;
   private readonly xattrs: Xattrs;
+  /** Which opens are FUSE passthrough (enabled at INIT where granted: `usePassthrough`). */
+  readonly passthrough: PassthroughOpens;
+  /** Requests so far (live files are looked at once per request). */
+  private turn = 0;
 
   constructor(
     private readonly view: HomeView,
@@ -58,7 +64,41 @@ export class FuseAdapter {
     private readonly t: Timeouts = { attr: 60, entry: 60, negative: 1 },
   ) {
     this.xattrs = new Xattrs(view.journal);
+    this.passthrough = new PassthroughOpens(() => this.replies, upper, log);
   }
+
+  /**
+   * Called once the kernel's INIT is answered: with passthrough granted, files whose bytes are local open
+   * on their upper files, and the daemon reads live files' sizes back from them (content.ts `refresh`).
+   */
+  usePassthrough(on: boolean): void {
+    this.passthrough.enabled = on;
+    // One look (an fstat) per live file per request: a request sees the file as of its first look.
+    const looked = new Map<number, number>();
+    this.view.refresh = on ? (ino) => {
+      if (!this.content.live.has(ino) || looked.get(ino) === this.turn) return;
+      looked.set(ino, this.turn);
+      if (looked.size > 1024) looked.clear();
+      this.content.refresh(ino);
+    } : undefined;
+  }
+
+  /**
+   * Opens file `ino` (its record `node`) for handle `fh`: through passthrough when its bytes are local or
+   * can be made so at once and its other opens allow it, else cached (the daemon serves its reads and writes).
+   */
+  private async openFile(ino: number, writer: boolean): Promise<{ fh: number; keepCache?: boolean; backingId?: number }> {
+    const eligible = (): boolean => {
+      const node = this.view.get(ino);
+      return node.kind === 'file' && (writer ? canWriteThrough(node) : node.content !== undefined && allLocal(node.content));
+    };
+    const none = (): Promise<void> => Promise.resolve();
+    const o = await this.passthrough.open(ino, eligible, writer ? () => this.content.openLive(ino) : none, writer ? () => this.content.closeLive(ino) : none);
+    const fh = this.openHandle(ino);
+    this.passthrough.opened(fh, ino, o.backingId !== undefined, writer && o.backingId !== undefined);
+    return { fh, ...o };
+  }
+
 
   /** The mounted session; every reply goes through it once the journal batch it depends on committed. */
   set session(s: Session | undefined) {
@@ -103,7 +143,7 @@ export class FuseAdapter {
 
   /** Runs fn once directory `ino` is loaded (and again after any NeedsLoad it throws), replying errors. */
   private run(req: Req, op: string, ino: number, fn: () => void | Promise<void>): void {
-    this.hooks.activity(op);
+    this.activity(op);
     const attempt = (tries: number): void => {
       try {
         const pending = ino === 0 ? undefined : this.view.ensureLoaded(ino);
@@ -134,6 +174,12 @@ export class FuseAdapter {
     }, (e: unknown) => {
       if (this.interruptible.delete(req)) this.fail(req, op, e);
     });
+  }
+
+  /** Every request: the home is active; a live file's record is looked at again (once per request). */
+  private activity(op: string): void {
+    this.turn++;
+    this.hooks.activity(op);
   }
 
   private writable(): void {
@@ -217,19 +263,27 @@ export class FuseAdapter {
         if (node.kind === 'dir') throw new FsError(E.EISDIR);
         if ((flags & 3) !== 0) this.writable();
         if (killSuidgid) this.killSuidgid(req, ino);
-        this.s.open(req, { fh: this.openHandle(ino), keepCache: true });
+        if (!this.passthrough.enabled) return this.s.open(req, { fh: this.openHandle(ino), keepCache: true });
+        return this.openFile(ino, (flags & 3) !== 0).then((o) => this.s.open(req, o));
       }),
-      create: (req, parent, name, mode) => this.run(req, 'create', parent, () => {
+      create: (req, parent, name, mode, flags) => this.run(req, 'create', parent, () => {
         this.writable();
         const c = this.s.ctx(req);
         // The kernel sends create only after a negative lookup; a name that exists now (raced) is EEXIST,
         // with or without O_EXCL, and the kernel retries the open on it.
         const node = this.view.create(parent, name, { kind: 'file', mode, uid: c.uid, gid: c.gid });
-        this.view.ref(node.ino);
-        this.s.create(req, entryOf(node, this.t), { fh: this.openHandle(node.ino), keepCache: true });
+        if (!this.passthrough.enabled) {
+          this.view.ref(node.ino);
+          this.s.create(req, entryOf(node, this.t), { fh: this.openHandle(node.ino), keepCache: true });
+          return;
+        }
+        return this.openFile(node.ino, (flags & 3) !== 0).then((o) => {
+          this.view.ref(node.ino);
+          this.s.create(req, entryOf(this.view.get(node.ino), this.t), o);
+        });
       }),
       read: (req, ino, size, offset) => {
-        this.hooks.activity('read');
+        this.activity('read');
         const t0 = performance.now();
         this.interruptible.add(req);
         this.content.read(ino, offset, size).then((buf) => {
@@ -242,11 +296,11 @@ export class FuseAdapter {
       },
       interrupt: (req) => {
         if (!this.interruptible.delete(req)) return; // answered already, or not interruptible
-        this.hooks.activity('interrupt');
+        this.activity('interrupt');
         this.s.err(req, E.EINTR);
       },
       write: (req, ino, data, offset, _fh, _flags, killSuidgid) => {
-        this.hooks.activity('write');
+        this.activity('write');
         if (this.hooks.readOnly) return this.s.err(req, E.EROFS);
         const t0 = performance.now();
         if (killSuidgid) {
@@ -272,6 +326,10 @@ export class FuseAdapter {
       release: (req, ino, fh) => {
         this.holds.get(fh)?.();
         this.holds.delete(fh);
+        if (this.passthrough.enabled && this.passthrough.released(fh)?.writer) {
+          this.view.refresh?.(ino); // (before the record may go: an unlinked file's last close reclaims it)
+          this.content.closeLive(ino).catch((e: unknown) => this.log.error({ ino, err: (e as Error).message }, 'closing a passthrough file failed'));
+        }
         if (this.files.delete(fh)) {
           this.upper.unhold(ino);
           this.view.closed(ino);
@@ -279,7 +337,7 @@ export class FuseAdapter {
         this.s.err(req, 0);
       },
       fsync: (req, ino, datasync) => {
-        this.hooks.activity('fsync');
+        this.activity('fsync');
         const t0 = performance.now();
         this.hooks.fsync(ino, datasync).then(() => {
           this.s.err(req, 0);
@@ -325,7 +383,7 @@ export class FuseAdapter {
         this.s.err(req, 0);
       }),
       fallocate: (req, ino, mode, offset, length) => {
-        this.hooks.activity('fallocate');
+        this.activity('fallocate');
         if (mode & ~1) return this.s.err(req, E.EOPNOTSUPP);
         const p = mode & 1 ? Promise.resolve() : this.content.allocate(ino, offset, length);
         p.then(() => this.s.err(req, 0), (e: unknown) => this.fail(req, 'fallocate', e));
@@ -334,7 +392,7 @@ export class FuseAdapter {
       // data), which is right under the writeback cache where the kernel knows the size before we do.
       lseek: (req) => this.s.err(req, E.ENOSYS),
       copyFileRange: (req, inoIn, offIn, _fhIn, inoOut, offOut, _fhOut, len) => {
-        this.hooks.activity('copy_file_range');
+        this.activity('copy_file_range');
         const go = async (): Promise<void> => {
           const data = await this.content.read(inoIn, offIn, Math.min(len, 16 * 1024 * 1024));
           const n = data.length > 0 ? await this.content.write(inoOut, offOut, data) : 0;

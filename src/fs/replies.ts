@@ -11,7 +11,7 @@
  * Replies that name an inode (entries, and getxattr's "no such attribute") also tell the binding, as they
  * go out, that the inode has no xattrs when that is so (noxattrs.ts).
  */
-import type { Attr, Ctx, DirEntry, DirPlusEntry, Entry, OpenReply, Req, Session, StatFs } from '../fuse/types.js';
+import type { Attr, FuseCaps, Ctx, DirEntry, DirPlusEntry, Entry, OpenReply, Req, Session, StatFs } from '../fuse/types.js';
 import type { Journal } from '../inodes/journal.js';
 import { E } from '../inodes/errors.js';
 import { NoXattrMarks } from './noxattrs.js';
@@ -110,6 +110,9 @@ export class CommittedReplies implements Session {
   }
 
   markNoXattrs(ino: number): void { this.inner.markNoXattrs(ino); }
+  backingOpen(fd: number): number { return this.inner.backingOpen(fd); }
+  backingClose(id: number): number { return this.inner.backingClose(id); }
+  caps(): FuseCaps { return this.inner.caps(); }
   revokeNoXattrs(ino: number): void { this.inner.revokeNoXattrs(ino); }
 
   unmount(): void { this.inner.unmount(); }

@@ -78,7 +78,8 @@ export function mount(mountpoint: string, ops: Ops, opts: MountOptions = {}): Se
   let handle;
   try {
     handle = addon.mount(abs, mountArgs(opts), ops, (reason) => session.externallyUnmounted(reason),
-      opts.writebackCache ?? false, opts.maxWrite ?? 0, opts.spinUs ?? 0, opts.handleKillpriv ?? false, opts.idlePollUs ?? 0);
+      opts.writebackCache ?? false, opts.maxWrite ?? 0, opts.spinUs ?? 0, opts.handleKillpriv ?? false, opts.idlePollUs ?? 0,
+      opts.passthrough ?? false);
   } catch (e) {
     throw new Error(`cannot mount on ${abs}: ${(e as Error).message.replace(/\s+/g, ' ')} (${mountFailureHint(abs, opts)})`);
   }

@@ -13,7 +13,8 @@ export type NativeSession = object;
 
 export interface NativeAddon {
   mount(mountpoint: string, args: string[], ops: object, onUnmounted: (reason: string) => void,
-    writebackCache: boolean, maxWrite: number, spinUs: number, handleKillpriv: boolean, idlePollUs: number): NativeSession;
+    writebackCache: boolean, maxWrite: number, spinUs: number, handleKillpriv: boolean, idlePollUs: number,
+    passthrough: boolean): NativeSession;
   unmount(s: NativeSession, exiting: boolean): void;
   invalInode(s: NativeSession, ino: number, off: number, len: number): number;
   invalEntry(s: NativeSession, parent: number, name: string): number;
@@ -21,10 +22,11 @@ export interface NativeAddon {
   replyErr(req: Req, errno: number): void;
   replyNone(req: Req): void;
   replyEntry(req: Req): void;
-  replyCreate(req: Req): void;
+  /** With scratch[SC.backing] > 0 (a passthrough open): 0 or the send's -errno. */
+  replyCreate(req: Req): number | undefined;
   replyAttr(req: Req): void;
   replyReadlink(req: Req, target: string): void;
-  replyOpen(req: Req): void;
+  replyOpen(req: Req): number | undefined;
   replyWrite(req: Req, count: number): void;
   replyBuf(req: Req, data: Uint8Array): void;
   replyXattrSize(req: Req, size: number): void;
@@ -40,15 +42,23 @@ export interface NativeAddon {
   revokeNoXattrs(s: NativeSession, ino: number): void;
   /** Requests the binding answered itself in this process, by op. */
   nativeReplies(): NativeReplies;
+  /** FUSE passthrough (native/src/passthrough.c): a backing file's id (> 0) or -errno; closing one: 0 or -errno. */
+  backingOpen(s: NativeSession, fd: number): number;
+  backingClose(s: NativeSession, id: number): number;
+  /** What the INIT reply granted (all false before it). */
+  caps(s: NativeSession): FuseCaps;
 }
 
 export interface NativeReplies { getxattr: number; listxattr: number }
+
+/** What the kernel and the INIT reply settled: FUSE passthrough, or the writeback cache (never both). */
+export interface FuseCaps { passthrough: boolean; writebackCache: boolean; initialized: boolean }
 
 /** Indexes into the scratch array (must match native/src/hf.h). */
 export const SC = {
   ino: 0, mode: 1, nlink: 2, uid: 3, gid: 4, rdev: 5, size: 6, blocks: 7, blksize: 8,
   atime: 9, atimeNs: 10, mtime: 11, mtimeNs: 12, ctime: 13, ctimeNs: 14,
-  nodeid: 15, generation: 16, attrTimeout: 17, entryTimeout: 18, fh: 19, openFlags: 20, total: 21,
+  nodeid: 15, generation: 16, attrTimeout: 17, entryTimeout: 18, fh: 19, openFlags: 20, backing: 21, total: 22,
 } as const;
 export const DIR_STRIDE = 3;
 export const DIRPLUS_STRIDE = 20;

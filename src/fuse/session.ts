@@ -6,7 +6,7 @@
  * fuse_add_direntry[_plus]) so only those are converted. The addon stays the authority and returns how
  * many it actually packed.
  */
-import type { Attr, Ctx, DirEntry, DirPlusEntry, Entry, OpenReply, Req, Session, StatFs } from './types.js';
+import type { Attr, Ctx, DirEntry, DirPlusEntry, Entry, FuseCaps, OpenReply, Req, Session, StatFs } from './types.js';
 import { DIRPLUS_STRIDE, DIR_STRIDE, SC, scratch, type NativeAddon, type NativeSession } from './native.js';
 
 const DIRENT_HEADER = 24;         // offsetof(struct fuse_dirent, name)
@@ -29,6 +29,7 @@ function putOpen(r: OpenReply): void {
   scratch[SC.fh] = r.fh;
   scratch[SC.openFlags] = (r.keepCache ? 1 : 0) | (r.directIo ? 2 : 0) | (r.nonSeekable ? 4 : 0)
     | (r.noFlush ? 8 : 0) | (r.cacheDir ? 16 : 0);
+  scratch[SC.backing] = r.backingId ?? 0;
 }
 function checkName(name: string): void {
   if (name.includes('/') || name.includes('\0')) throw new TypeError(`directory entry name contains '/' or NUL: ${JSON.stringify(name)}`);
@@ -126,6 +127,11 @@ export class FuseSession implements Session {
     return this.closed || !this.handle ? -107 : this.addon.invalEntry(this.handle, parent, name);
   }
 
+  backingOpen(fd: number): number { return this.handle ? this.addon.backingOpen(this.handle, fd) : -107; }
+  backingClose(id: number): number { return this.handle ? this.addon.backingClose(this.handle, id) : -107; }
+  caps(): FuseCaps {
+    return this.handle ? this.addon.caps(this.handle) : { passthrough: false, writebackCache: false, initialized: false };
+  }
   markNoXattrs(ino: number): void {
     if (!this.closed && this.handle) this.addon.markNoXattrs(this.handle, ino);
   }

@@ -40,6 +40,8 @@ export interface SetAttr {
  */
 export interface OpenReply {
   fh: number; keepCache?: boolean; directIo?: boolean; nonSeekable?: boolean; noFlush?: boolean; cacheDir?: boolean;
+  /** FUSE passthrough: the id of the file's backing file (Session.backingOpen); keepCache is then ignored. */
+  backingId?: number;
 }
 
 /** `off` = the cookie of the NEXT entry (what the kernel passes back as `offset` to continue after this one). */
@@ -169,7 +171,16 @@ export interface MountOptions {
    * own signal handlers must call unmount() (autoUnmount still covers SIGKILL).
    */
   handleSignals?: boolean;
+  /**
+   * Default false: ask for FUSE passthrough (kernel 6.9+, CAP_SYS_ADMIN). Where the kernel grants it, the
+   * writeback cache is off for the whole connection (the kernel refuses both); `caps()` tells what was
+   * granted once the kernel's INIT has been answered.
+   */
+  passthrough?: boolean;
 }
+
+export type { FuseCaps } from './native.js';
+import type { FuseCaps } from './native.js';
 
 export interface Session extends Reply {
   readonly mountpoint: string;
@@ -188,6 +199,12 @@ export interface Session extends Reply {
    * xattr set is durable, and revoke before answering any request that may have given it xattrs.
    */
   markNoXattrs(ino: number): void;
+  /** FUSE passthrough: registers open file `fd` as a backing file; its id (> 0), or -errno. */
+  backingOpen(fd: number): number;
+  /** Drops a backing file id (files already open on it keep it); 0 or -errno. */
+  backingClose(id: number): number;
+  /** What the INIT reply granted. */
+  caps(): FuseCaps;
   revokeNoXattrs(ino: number): void;
   /**
    * Idempotent; stops the poll first, answers outstanding requests with EIO, then unmounts; replies that

@@ -44,7 +44,8 @@ import { wantsNsPack } from '../transfer/nspack.js';
 import { PackReads } from './packreads.js';
 import { WakePhases } from './phases.js';
 import { RunningHome } from './running.js';
-import type { HomeHooks, MountConfig } from './mountconfig.js';
+import { passthroughWanted, type HomeHooks, type MountConfig } from './mountconfig.js';
+import { hasCaps } from '../util/caps.js';
 
 export type { HomeHooks, HomeState, MountConfig } from './mountconfig.js';
 
@@ -180,6 +181,8 @@ export class MountedHome extends RunningHome {
       const coldReads = { wants: (size: number) => neighbours.wants(size), coldRead: (ino: number) => { neighbours.coldRead(ino); git?.coldRead(ino); } };
       const content = new Content(journal, upper, blocks, { ...contentOpts, neighbours: coldReads });
       content.usedBytes = Content.seedUsedBytes(journal);
+      const recovered = content.recoverLive();
+      if (recovered > 0) log.info({ files: recovered }, 'files left open through passthrough by a killed daemon: sizes taken from their upper files');
       const view = new HomeView(journal, trees);
       if (remote) {
         const g = new GitIndexPrefetch(view, {
@@ -230,11 +233,22 @@ export class MountedHome extends RunningHome {
       statfs: () => this.capacity.statfs(),
       readOnly: this.cfg.readOnly,
     }, this.log);
+    const ops = adapter.ops();
+    this.passthroughAsk = passthroughWanted(this.cfg, (c) => hasCaps(c));
+    // At INIT the kernel has said whether it takes passthrough; the writeback cache is off where it does.
+    ops.init = () => {
+      const granted = this.session?.caps().passthrough ?? false;
+      adapter.usePassthrough(granted);
+      this.content.kernelOwnsTimes = !this.cfg.readOnly && !granted;
+      this.passthroughState = granted ? 'on' : this.passthroughAsk.ask ? 'off: the kernel does not offer it' : `off: ${this.passthroughAsk.why}`;
+      this.passthroughOpens = granted ? adapter.passthrough : undefined;
+    };
     try {
-      this.session = mountFn(this.cfg.mountpoint, adapter.ops(), {
+      this.session = mountFn(this.cfg.mountpoint, ops, {
         fsname: `homefs:${this.cfg.org}/${this.cfg.home}`, subtype: 'homefs', allowOther: this.cfg.allowOther,
         defaultPermissions: true, readOnly: this.cfg.readOnly, autoUnmount: true, writebackCache: !this.cfg.readOnly,
         spinUs: this.cfg.fuseSpinUs ?? defaults.fuseSpinUs, handleKillpriv: true, idlePollUs: this.cfg.fuseIdlePollUs ?? defaults.fuseIdlePollUs,
+        passthrough: this.passthroughAsk.ask,
       });
     } catch (e) {
       throw new UserError(errorMessage(e)); // fuse/index.ts says what went wrong and what to do, in one line

@@ -33,6 +33,8 @@ export interface StatusInput {
   preseal: { hashed: number; uploaded: number } | null;
   /** Write-behind and continuous protection (home/protect.ts): backlog, oldest change not in the store, throughput; null when read-only. */
   protection: ProtectionReport | null;
+  /** FUSE passthrough: 'on', or 'off: <why>'; its opens so far (null before INIT) and the files open for writing through it. */
+  fuse: { passthrough: string; opens: { passthrough: number; cached: number; refused: number } | null; liveFiles: number };
   metricsUrl?: string | undefined;
 }
 
@@ -63,7 +65,7 @@ export function homeStatus(h: StatusInput): Record<string, unknown> {
     // Everything fetched from the store: the cache's GETs plus the hot-set record, wake pack, namespace pack
     // and push pack.
     bytesFetched: c.bytesFetched + (h.hotset.warm?.bytesFetched ?? 0) + (h.nspack?.bytesFetched ?? 0) + (h.pushpack?.bytesFetched ?? 0),
-    bytesTouched: h.hotset.touchedBytes, hotset: h.hotset, nspack: h.nspack, pushpack: h.pushpack, preseal: h.preseal, protection: h.protection,
+    bytesTouched: h.hotset.touchedBytes, hotset: h.hotset, nspack: h.nspack, pushpack: h.pushpack, preseal: h.preseal, protection: h.protection, fuse: h.fuse,
     fsync: h.cfg.fsync, readOnly: h.cfg.readOnly, metricsUrl: h.metricsUrl ?? null,
     memory: memoryReport(h.journal),
   };

@@ -19,6 +19,7 @@ import { startWriteBehind } from './writebehind.js';
 import type { PackReads } from './packreads.js';
 import { HomeCommits } from './commits.js';
 import type { HomeState } from './mountconfig.js';
+import type { PassthroughOpens } from '../fs/passthrough.js';
 
 export abstract class RunningHome extends HomeCommits {
   private lastActivity = Date.now();
@@ -29,6 +30,10 @@ export abstract class RunningHome extends HomeCommits {
   /** Cold reads from the push pack (set by wake; null on a local store). */
   packReads: PackReads | null = null;
   private exitWith: (code: number) => void = () => undefined;
+  /** FUSE passthrough: what the mount asked for, what it got (status), and its opens. */
+  protected passthroughAsk: { ask: boolean; why: string } = { ask: false, why: 'not mounted' };
+  protected passthroughState = 'off';
+  protected passthroughOpens: PassthroughOpens | undefined;
   /**
    * Resolves with the daemon's exit status once the home is asleep for good: after `sleep()` (a signal,
    * `homefs sleep`) or an unmount from outside. The caller (cli/mount.ts) decides to end the process.
@@ -45,6 +50,12 @@ export abstract class RunningHome extends HomeCommits {
   protected tick(): void {
     this.cacheMetrics.sync();
     if (this.state !== 'active' && this.state !== 'parked') return;
+    if (this.content.live.size > 0) {
+      // Files open through passthrough change without requests: look at them (their writes are activity).
+      const before = this.journal.mutations;
+      this.content.refreshAll();
+      if (this.journal.mutations !== before) this.touch();
+    }
     this.protection?.tick(this.state === 'active');
     const idle = Date.now() - this.lastActivity;
     if (this.state === 'active' && idle >= this.cfg.parkAfterMs) this.state = 'parked';
@@ -138,6 +149,7 @@ export abstract class RunningHome extends HomeCommits {
       bytesUploaded: this.bytesUploaded, hotset: { entries: this.hot.entries, touchedBytes: this.hot.touchedBytes, warm: this.hot.warm }, nspack: this.nsPack?.report ?? null, pushpack: this.packReads?.report ?? null,
       preseal: this.preseal ? { hashed: this.preseal.hashed, uploaded: this.preseal.uploaded } : null,
       protection: this.protectionReport(),
+      fuse: { passthrough: this.passthroughState, opens: this.passthroughOpens?.stats ?? null, liveFiles: this.content.live.size },
       metricsUrl: this.hooks.metricsUrl,
     });
   }

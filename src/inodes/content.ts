@@ -35,6 +35,7 @@ import type { UpperFiles } from './upper.js';
 import { MAX_FILE_BYTES } from '../config.js';
 import type { NeighbourPrefetch } from './neighbours.js';
 import { RangeLocks } from './rangelock.js';
+import { LiveFiles } from './livefiles.js';
 
 /** Blocks of one file in flight at once during a seal's capture (each up to 4 MiB in memory). */
 const SEAL_WINDOW = 4;
@@ -95,13 +96,111 @@ export class Content {
   /** Bytes held inline by files this process made inline (an estimate: files inlined before a restart are not counted). */
   private inlineBytes = 0;
   usedBytes = 0;
+  /** Files open for writing through FUSE passthrough: the kernel changes their upper files (livefiles.ts). */
+  readonly live: LiveFiles;
 
   constructor(
     private readonly journal: Journal,
     private readonly upper: UpperFiles,
     private readonly blocks: BlockReader,
     private readonly opts: ContentOptions,
-  ) {}
+  ) {
+    this.live = new LiveFiles(journal, upper);
+  }
+
+  /** Whether the kernel keeps mtime/ctime of written files (the writeback cache): settled at FUSE INIT. */
+  set kernelOwnsTimes(v: boolean) {
+    this.opts.kernelOwnsTimes = v;
+  }
+
+  /**
+   * A passthrough writer opens file `ino`: its whole content is made local (an inline file spills, a small
+   * sealed one is copied up) and it is dirty and live until its last writer closes (livefiles.ts).
+   */
+  openLive(ino: number): Promise<void> {
+    return this.serialize(ino, async () => {
+      let node = this.journal.get(ino);
+      if (!node) throw fsErr(E.ENOENT);
+      if (this.live.has(ino)) {
+        this.live.add(ino);
+        return;
+      }
+      node = await this.spill(node);
+      node = await this.makeLocal(node, 0, contentOf(node).sealed.size);
+      const cur = node;
+      this.early.delete(ino);
+      this.journal.txn(() => {
+        this.journal.update(ino, { content: changed(contentOf(cur), 0, cur.size, cur.size) });
+        this.journal.markChanged(ino);
+        this.live.add(ino);
+      });
+      this.live.mark(ino);
+    });
+  }
+
+  /** A passthrough writer of `ino` closed; the last one leaves the file dirty, as its upper file now is. */
+  closeLive(ino: number): Promise<void> {
+    return this.serialize(ino, async () => {
+      this.refresh(ino);
+      if (!this.live.has(ino)) return;
+      const node = this.journal.get(ino);
+      this.journal.txn(() => {
+        if (!this.live.remove(ino) || !node) return;
+        // A new state object: a capture that started while the file was live is never recorded over it.
+        this.journal.update(ino, { content: changed(contentOf(node), 0, node.size, node.size) });
+        this.journal.markChanged(ino);
+      });
+      if (node && !this.live.has(ino)) this.onChanged?.(ino);
+    });
+  }
+
+  /** Takes in what the kernel wrote to live file `ino` since last looked at: size, times (synchronous). */
+  refresh(ino: number): void {
+    if (!this.live.has(ino)) return;
+    const ch = this.live.changedSince(ino);
+    const node = ch && this.journal.get(ino);
+    if (!ch || !node) return;
+    this.takeIn(node, ch.st, ch.mtimeChanged);
+  }
+
+  /** `refresh` of every live file (before a seal or log segment, and on the protection tick). */
+  refreshAll(): void {
+    for (const ino of this.live.inodes()) this.refresh(ino);
+  }
+
+  /** The upper file's size (and its times, `withMtime`) become the record's; the file is dirty (all of it) and changed. */
+  private takeIn(node: Inode, st: { size: bigint; mtimeNs: bigint; ctimeNs: bigint }, withMtime: boolean): void {
+    const size = Number(st.size);
+    this.early.delete(node.ino);
+    this.journal.txn(() => {
+      this.account(size - node.size);
+      const ctimeNs = st.ctimeNs > node.ctimeNs ? st.ctimeNs : node.ctimeNs;
+      const mtimeNs = withMtime ? st.mtimeNs : node.mtimeNs;
+      this.journal.update(node.ino, { size, mtimeNs, ctimeNs, content: changed(contentOf(node), 0, size, size) });
+      this.journal.markChanged(node.ino);
+    });
+  }
+
+  /**
+   * At mount: files a killed daemon left live (open through passthrough) take their size and times from
+   * their upper files, which hold whatever the kernel wrote before the kill.
+   */
+  recoverLive(): number {
+    const left = this.live.leftOver();
+    let n = 0;
+    this.journal.txn(() => {
+      for (const ino of left) {
+        const node = this.journal.get(ino);
+        const st = node?.kind === 'file' && node.content && hasUpper(node.content) ? this.upper.statNow(ino) : undefined;
+        if (node && st) {
+          this.takeIn(node, st, st.mtimeNs > node.mtimeNs);
+          n++;
+        }
+      }
+      this.live.clearLeftOver();
+    });
+    return n;
+  }
 
   /** Runs fn after every earlier content change of this inode, before every later one. */
   private serialize<T>(ino: number, fn: () => Promise<T>): Promise<T> {
@@ -109,6 +208,7 @@ export class Content {
   }
 
   async read(ino: number, offset: number, length: number): Promise<Buffer> {
+    this.refresh(ino);
     const node = this.journal.get(ino);
     if (!node) throw fsErr(E.ENOENT);
     if (offset >= node.size || length <= 0) return Buffer.alloc(0);
@@ -237,6 +337,7 @@ export class Content {
    * it) is written holding only the bytes written; any other holds the whole file while it changes state.
    */
   write(ino: number, offset: number, data: Buffer): Promise<number> {
+    this.refresh(ino);
     const times = this.stamp(ino);
     const c = this.journal.get(ino)?.content;
     if (!c || !allLocal(c)) return this.writeChanging(ino, offset, data, times);
@@ -339,6 +440,7 @@ export class Content {
   }
 
   truncate(ino: number, size: number): Promise<Inode> {
+    this.refresh(ino);
     const times = this.stamp(ino);
     return this.serialize(ino, async () => {
       let node = this.journal.get(ino);
@@ -409,6 +511,7 @@ export class Content {
 
   /** fallocate mode 0 (allocate, extend size) — content stays the same, zeros appear past the end. */
   async allocate(ino: number, offset: number, length: number): Promise<void> {
+    this.refresh(ino);
     const node = this.journal.get(ino);
     if (!node) throw fsErr(E.ENOENT);
     if (offset + length > node.size) await this.truncate(ino, offset + length);
@@ -450,12 +553,16 @@ export class Content {
       keepLocal?: boolean;
     } = {},
   ): Promise<SealedBlocks & { captured: boolean; fromStore?: StoredBlocks }> {
+    // A live file (open through passthrough) is read as it is now, and never recorded as sealed or stored:
+    // the kernel may change it right after the capture, unseen. Write-behind leaves it for its last close.
+    const live = this.live.has(ino);
     const cap = await this.serialize(ino, async () => {
+      this.refresh(ino);
       const node = this.journal.get(ino);
       if (!node) throw new Error(`seal: file inode ${ino} vanished`);
       const c = contentOf(node);
-      if (!isUnsealed(c)) return { c, blocks: c.sealed.blocks, size: c.sealed.size, captured: false };
-      if (c.stored && c.stored.size === node.size && hooks.useStored?.(c.stored)) {
+      if (!isUnsealed(c) || (live && typeof hooks.record === 'object')) return { c, blocks: c.sealed.blocks, size: c.sealed.size, captured: false };
+      if (!live && c.stored && c.stored.size === node.size && hooks.useStored?.(c.stored)) {
         hooks.captured?.({ blocks: c.stored.blocks, size: node.size, node });
         return { c, blocks: c.stored.blocks, size: node.size, captured: true, fromStore: c.stored };
       }
@@ -495,7 +602,7 @@ export class Content {
     }
     // A log segment (record: false) leaves the file dirty: the next seal captures it again.
     const record = hooks.record ?? true;
-    if (record !== false) {
+    if (record !== false && !live && !this.live.has(ino)) {
       await this.serialize(ino, async () => {
         if (this.journal.get(ino)?.content !== cap.c) return;
         if (record === true) {
@@ -620,6 +727,12 @@ function resized(node: Inode, size: number): Buffer {
   const out = Buffer.alloc(size);
   if (c.state === 'inline') out.set(c.data.subarray(0, Math.min(size, c.data.length)));
   return out;
+}
+
+/** Whether a passthrough writer may open `node`: its bytes can all be made local at once (not a large file's remote blocks). */
+export function canWriteThrough(node: Inode): boolean {
+  const c = contentOf(node);
+  return c.state === 'inline' || allLocal(c) || c.sealed.size <= SINGLE_BLOCK_MAX;
 }
 
 /** A file's content state; an inode without one is not a regular file. */

@@ -9,7 +9,7 @@
  * Opening (creating), reads, large writes, close, unlink and fdatasync, which change directories, may
  * wait for the disk or be throttled, stay on the threadpool.
  */
-import { close, closeSync, fdatasync, fstatSync, ftruncateSync, mkdirSync, open, read, write, writeSync, constants, unlink } from 'node:fs';
+import { close, closeSync, fdatasync, fstatSync, ftruncateSync, mkdirSync, open, read, statSync, write, writeSync, constants, unlink, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
 
 const MAX_IDLE_FDS = 256;
@@ -61,6 +61,22 @@ export class UpperFiles {
     return this.using(ino, (fd) => {
       if (fstatSync(fd).size > 0) ftruncateSync(fd, 0);
     });
+  }
+
+  /** The inode's open fd, opened (created if need be) when it is not: for a backing file (fs/passthrough.ts). */
+  openFd(ino: number): Promise<number> {
+    return Promise.resolve(this.fd(ino));
+  }
+
+  /** The upper file's size and times now, or undefined when it does not exist (synchronous: one fstat). */
+  statNow(ino: number): BigIntStats | undefined {
+    const f = this.fds.get(ino);
+    try {
+      return f !== undefined ? fstatSync(f, { bigint: true }) : statSync(this.path(ino), { bigint: true });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw e;
+    }
   }
 
   /** Keeps the inode's fd open while a FUSE handle holds it. */

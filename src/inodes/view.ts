@@ -68,7 +68,11 @@ export class HomeView {
     });
   }
 
+  /** Set while files are open through FUSE passthrough: brings a live file's record up to date (Content.refresh). */
+  refresh: ((ino: number) => void) | undefined;
+
   get(ino: number): Inode {
+    this.refresh?.(ino);
     const i = this.journal.get(ino);
     if (!i) throw fsErr(E.ENOENT, `no inode ${ino}`);
     return i;
@@ -76,6 +80,7 @@ export class HomeView {
 
   /** The inode, or undefined if it is gone. */
   peek(ino: number): Inode | undefined {
+    this.refresh?.(ino);
     return this.journal.get(ino);
   }
 

@@ -139,6 +139,7 @@ interface Tally {
 /** Seals everything changed. Returns null when nothing changed since the last seal. */
 export async function seal(deps: SealDeps, reason: string): Promise<SealResult | null> {
   const started = Date.now();
+  deps.content.refreshAll(); // files open through passthrough: what the kernel wrote since last looked at
   const floor = deps.journal.beginSeal();
   const base = deps.journal.base();
   if (deps.journal.changedCount === 0 && base.snapshot !== null) return null;
@@ -286,6 +287,7 @@ export async function sealToLog(
   reliesOnTags: () => boolean = () => false,
 ): Promise<LogResult | null> {
   const started = Date.now();
+  deps.content.refreshAll();
   const base = deps.journal.base();
   if (deps.journal.changedCount === 0) return null;
   if (base.snapshot === null || base.gen !== target.gen) throw new Error(`log: the journal is based on generation ${String(base.gen)}, not ${target.gen}`);

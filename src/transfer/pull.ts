@@ -24,7 +24,8 @@
  * `rootAttrs`). A one-block file without xattrs gets its owner, mode and times right after its content,
  * through its fd (none of the later steps changes them: a hard link or a sibling changes only ctimes).
  */
-import { constants, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { CAP_CHOWN, CAP_FOWNER, hasCaps } from '../util/caps.js';
+import { constants, mkdirSync, symlinkSync } from 'node:fs';
 import { link, lstat, mkdtemp, open, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { defaults } from '../config.js';
@@ -294,12 +295,5 @@ export async function pullSnapshot(store: Store, org: string, snapshotId: string
  */
 function canRestoreOwners(): boolean {
   if (process.getuid?.() !== 0) return false;
-  try {
-    const eff = /^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
-    if (eff === undefined) return true;
-    const caps = BigInt(`0x${eff}`);
-    return (caps & 1n) !== 0n && (caps & (1n << 3n)) !== 0n; // CAP_CHOWN (0), CAP_FOWNER (3)
-  } catch {
-    return true;
-  }
+  return hasCaps(CAP_CHOWN, CAP_FOWNER) ?? true;
 }

@@ -1,0 +1,110 @@
+/**
+ * Files open for writing through FUSE passthrough (fs/passthrough.ts). The kernel writes, truncates by
+ * mmap and extends their upper files itself, without a request: this module is how the daemon still
+ * knows what they hold.
+ *
+ * - Each such file counts its passthrough writers; while it has one it is "live", and it stays dirty
+ *   (content.ts never records a live file as sealed or stored: a write may land right after a capture).
+ * - The daemon reads a live file's size and times back from its upper file (`changedSince`: one fstat),
+ *   whenever anything reads its record (HomeView.get), before every seal and log segment, on the
+ *   protection tick, and at its last close. A fingerprint of what was last taken in (size, mtime, ctime
+ *   in nanoseconds) tells whether the upper file changed since.
+ * - The set of live files is journaled (meta key `liveFiles`, in the transaction that makes a file live
+ *   or not). A daemon killed with files open leaves the set behind: the next mount of the same state
+ *   takes each file's size and times from its upper file before it serves anything (`Content.recoverLive`).
+ */
+import type { BigIntStats } from 'node:fs';
+import type { Journal } from './journal.js';
+import type { UpperFiles } from './upper.js';
+
+const LIVE_KEY = 'liveFiles';
+
+interface Fingerprint {
+  size: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+}
+
+interface Live {
+  writers: number;
+  seen: Fingerprint | undefined;
+}
+
+export class LiveFiles {
+  private readonly files = new Map<number, Live>();
+
+  constructor(
+    private readonly journal: Journal,
+    private readonly upper: UpperFiles,
+  ) {}
+
+  get size(): number {
+    return this.files.size;
+  }
+
+  has(ino: number): boolean {
+    return this.files.size > 0 && this.files.has(ino);
+  }
+
+  inodes(): number[] {
+    return [...this.files.keys()];
+  }
+
+  /** Files a daemon left live when it ended without closing them (killed): their records may be stale. */
+  leftOver(): number[] {
+    return this.journal.getMeta<number[]>(LIVE_KEY) ?? [];
+  }
+
+  /** Forgets what `leftOver` listed (call once each was taken in, in the same transaction). */
+  clearLeftOver(): void {
+    if (this.journal.getMeta<number[]>(LIVE_KEY) !== undefined) this.journal.setMeta(LIVE_KEY, this.inodes());
+  }
+
+  /** One more passthrough writer; true when the file just became live (journal it in the caller's transaction). */
+  add(ino: number): boolean {
+    const l = this.files.get(ino);
+    if (l) {
+      l.writers++;
+      return false;
+    }
+    this.files.set(ino, { writers: 1, seen: undefined });
+    this.journal.setMeta(LIVE_KEY, this.inodes());
+    return true;
+  }
+
+  /** One writer fewer; true when that was the last (the file is no longer live). */
+  remove(ino: number): boolean {
+    const l = this.files.get(ino);
+    if (!l) return false;
+    if (--l.writers > 0) return false;
+    this.files.delete(ino);
+    this.journal.setMeta(LIVE_KEY, this.inodes());
+    return true;
+  }
+
+  /** Takes the upper file as it is now as seen (after the daemon changed it or the record itself). */
+  mark(ino: number): void {
+    const l = this.files.get(ino);
+    if (l) l.seen = fingerprint(this.upper.statNow(ino));
+  }
+
+  /**
+   * The upper file's state when it changed since it was last seen (then it counts as seen), else
+   * undefined; `mtimeChanged`: its mtime moved (a write landed), so the record's mtime (which a setattr
+   * may have set since) gives way to it.
+   */
+  changedSince(ino: number): { st: BigIntStats; mtimeChanged: boolean } | undefined {
+    const l = this.files.get(ino);
+    if (!l) return undefined;
+    const st = this.upper.statNow(ino);
+    const f = fingerprint(st);
+    if (!st || !f || (l.seen && l.seen.size === f.size && l.seen.mtimeNs === f.mtimeNs && l.seen.ctimeNs === f.ctimeNs)) return undefined;
+    const mtimeChanged = l.seen === undefined || l.seen.mtimeNs !== f.mtimeNs;
+    l.seen = f;
+    return { st, mtimeChanged };
+  }
+}
+
+function fingerprint(st: BigIntStats | undefined): Fingerprint | undefined {
+  return st ? { size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs } : undefined;
+}
