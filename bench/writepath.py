@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""The local write path side by side: native ext4, bindfs and homefs builds, interleaved.
+"""The local write path side by side: native ext4, bindfs, the reference C FUSE server and homefs builds, interleaved.
 
   bench/writepath.py [--rounds 3] [--homefs NAME=DIR ...] [--only ROW,...] [--work /var/tmp/wp-bench]
+                     [--reference DIR [--reference-modes passthrough,writeback]]
 
 Each round runs every system once, in turn, so that all of them see the same minutes of a shared, loaded
 machine; the table shows medians and each system's ratio to native, with the load average. Rows:
@@ -14,7 +15,11 @@ clone and npm inputs are bench/run's tool fixtures (bench/lib/fixtures.ts), gene
 tmpfs (/dev/shm) and its state directory on disk (the work directory), default flags. Before each row,
 untimed, every system settles: os.sync(), and for homefs `homefs sync` (no seal of an earlier row runs
 during a timed one). --homefs defaults
-to this checkout (dist/); give it again (e.g. before=/tmp/main-build) to compare builds.
+to this checkout (dist/); give it again (e.g. before=/tmp/main-build) to compare builds. --reference DIR adds
+the reference C FUSE server (libfuse's passthrough_hp, kept outside the repository: DIR/mount MODE mounts it,
+DIR/mount stop unmounts it) as one more system per --reference-modes mode (ref-passthrough, ...), mounted
+like bindfs on a fresh source directory under the work directory (settle: os.sync()); the table then also
+shows each homefs build's ratio to the best reference mode of the row.
 """
 import argparse
 import os
@@ -130,9 +135,21 @@ def unmount(mnt):
 
 
 class System:
-    def __init__(self, name, work, homefs_dir=None):
+    def __init__(self, name, work, homefs_dir=None, reference=None):
         self.name, self.work, self.homefs_dir = name, os.path.join(work, name), homefs_dir
-        self.proc = None
+        self.reference, self.proc, self.ref_mounted = reference, None, False  # reference: (DIR, MODE)
+
+    def ref(self, *args):
+        """DIR/mount MODE or DIR/mount stop, always with REF_SRC and REF_MNT under the work directory."""
+        env = dict(os.environ, REF_SRC=os.path.join(self.work, 'src'), REF_MNT=self.dir)
+        out = subprocess.run([os.path.join(self.reference[0], 'mount'), *args], env=env, capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.stderr.write(out.stdout + out.stderr)
+            raise RuntimeError(f'{self.reference[0]}/mount {" ".join(args)} exited with {out.returncode}')
+        for line in out.stdout.splitlines():
+            if 'warning' in line:
+                print(f'{self.name}: {line}', file=sys.stderr, flush=True)
+        return dict(line.split('=', 1) for line in out.stdout.splitlines() if line.split('=', 1)[0] in ('SRC', 'MNT', 'PID'))
 
     def start(self):
         shutil.rmtree(self.work, ignore_errors=True)
@@ -146,6 +163,12 @@ class System:
             os.makedirs(self.dir)
             sh('bindfs', back, self.dir)
             wait_mounted(self.dir)
+        elif self.reference is not None:
+            self.dir = os.path.join(self.work, 'mnt')  # the mount script makes mnt and src (a fresh, empty one)
+            got = self.ref(self.reference[1])  # a mount that fails is undone by the script itself
+            self.ref_mounted = True
+            if got.get('MNT') != self.dir or not os.path.ismount(self.dir):
+                raise RuntimeError(f'{self.name}: the mount script reported {got}, not a mount at {self.dir}')
         else:
             store = f'/dev/shm/wp-bench-{self.name}'
             shutil.rmtree(store, ignore_errors=True)
@@ -170,9 +193,16 @@ class System:
             cli = os.path.join(self.homefs_dir, 'dist', 'src', 'cli', 'main.js')
             sh('node', cli, 'sync', self.dir, stdout=subprocess.DEVNULL)
 
-    def stop(self):
-        if self.name != 'native':
+    def unmount(self):
+        if self.reference is not None:
+            if self.ref_mounted or os.path.ismount(self.dir):  # (a mount at our own REF_MNT is ours to stop)
+                self.ref('stop')
+                self.ref_mounted = False
+        elif self.name != 'native':
             unmount(self.dir)
+
+    def stop(self):
+        self.unmount()
         if self.proc is not None:
             try:
                 self.proc.wait(timeout=120)
@@ -195,7 +225,19 @@ def main():
     ap.add_argument('--homefs', action='append', default=[], help='NAME=DIR of a built homefs checkout')
     ap.add_argument('--only', help='comma-separated rows: ' + ','.join(ROWS + EXTRA))
     ap.add_argument('--work', default='/var/tmp/wp-bench')
+    ap.add_argument('--reference', metavar='DIR', help='folder of the reference C FUSE server (DIR/mount MODE, DIR/mount stop)')
+    ap.add_argument('--reference-modes', metavar='MODE[,MODE...]', default='passthrough,writeback',
+                    help='modes of DIR/mount to measure, one system each (default passthrough,writeback)')
     a = ap.parse_args()
+    refs = []
+    if a.reference:
+        a.reference = os.path.abspath(a.reference)
+        if not os.access(os.path.join(a.reference, 'mount'), os.X_OK):
+            ap.error(f'{a.reference}/mount is not an executable')
+        known = [l.split()[0] for l in sh(os.path.join(a.reference, 'mount'), 'modes', capture_output=True, text=True).stdout.splitlines() if l.strip()]
+        refs = a.reference_modes.split(',')
+        if set(refs) - set(known):
+            ap.error(f'unknown reference mode(s) {",".join(sorted(set(refs) - set(known)))} (modes: {",".join(known)})')
     rows = a.only.split(',') if a.only else ROWS
     if ('stat' in rows or 'delete' in rows) and 'create' not in rows:
         rows = ['create'] + rows  # stat and delete work on the files create made
@@ -210,7 +252,9 @@ def main():
         with open(rand, 'wb') as f:
             for _ in range(512):
                 f.write(os.urandom(1 << 20))
-    systems = [System('native', a.work), System('bindfs', a.work)] + [System(n, a.work, d) for n, d in builds]
+    systems = ([System('native', a.work), System('bindfs', a.work)] + [System(f'ref-{m}', a.work, reference=(a.reference, m)) for m in refs]
+               + [System(n, a.work, d) for n, d in builds])
+    width = max(8, *(len(s.name) for s in systems))
     times = {(s.name, r): [] for s in systems for r in rows}
     loads = []
     try:
@@ -221,23 +265,29 @@ def main():
                     for r in rows:
                         s.settle()
                         times[(s.name, r)].append(workload(r, s.dir, tarball, rand, fx))
-                        print(f'round {rnd + 1} {s.name:8} {r:8} {fmt(times[(s.name, r)][-1])}', file=sys.stderr, flush=True)
+                        print(f'round {rnd + 1} {s.name:{width}} {r:8} {fmt(times[(s.name, r)][-1])}', file=sys.stderr, flush=True)
                 finally:
                     s.stop()
             loads.append(os.getloadavg()[0])
     finally:
         for s in systems:
-            if s.name != 'native' and hasattr(s, 'dir'):
-                unmount(s.dir)
+            if hasattr(s, 'dir'):
+                try:
+                    s.unmount()
+                except RuntimeError as e:  # (the others still get unmounted)
+                    print(e, file=sys.stderr)
     names = [s.name for s in systems]
+    ref_names, homefs_names = [s.name for s in systems if s.reference], [s.name for s in systems if s.homefs_dir]
     print(f'\n{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, {a.rounds} rounds (median), '
           f'load average (1 min) after each round: {", ".join(f"{x:.1f}" for x in loads)}\n')
-    print('| workload | ' + ' | '.join(names) + ' | ' + ' | '.join(f'{n} ÷ native' for n in names[1:]) + ' |')
-    print('|---|' + '---:|' * (2 * len(names) - 1))
+    print('| workload | ' + ' | '.join(names) + ' | ' + ' | '.join(f'{n} ÷ native' for n in names[1:])
+          + ''.join(f' | {n} ÷ best ref' for n in homefs_names if ref_names) + ' |')
+    print('|---|' + '---:|' * (2 * len(names) - 1 + (len(homefs_names) if ref_names else 0)))
     for r in rows:
         med = {n: statistics.median(times[(n, r)]) for n in names}
         print(f'| {LABEL[r]} | ' + ' | '.join(fmt(med[n]) for n in names) + ' | '
-              + ' | '.join(f'{med[n] / med["native"]:.1f}×' for n in names[1:]) + ' |')
+              + ' | '.join(f'{med[n] / med["native"]:.1f}×' for n in names[1:])
+              + ''.join(f' | {med[n] / min(med[m] for m in ref_names):.1f}×' for n in homefs_names if ref_names) + ' |')
 
 
 if __name__ == '__main__':

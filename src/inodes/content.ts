@@ -35,7 +35,7 @@ import type { UpperFiles } from './upper.js';
 import { MAX_FILE_BYTES } from '../config.js';
 import type { NeighbourPrefetch } from './neighbours.js';
 import { RangeLocks } from './rangelock.js';
-import { LiveFiles } from './livefiles.js';
+import { LiveFiles, same, type Fingerprint } from './livefiles.js';
 
 /** Blocks of one file in flight at once during a seal's capture (each up to 4 MiB in memory). */
 const SEAL_WINDOW = 4;
@@ -98,6 +98,8 @@ export class Content {
   usedBytes = 0;
   /** Files open for writing through FUSE passthrough: the kernel changes their upper files (livefiles.ts). */
   readonly live: LiveFiles;
+  /** Live files written past MAX_FILE_BYTES since their last fsync (it fails with EFBIG). */
+  private readonly oversize = new Set<number>();
 
   constructor(
     private readonly journal: Journal,
@@ -144,9 +146,15 @@ export class Content {
       this.refresh(ino);
       if (!this.live.has(ino)) return;
       const node = this.journal.get(ino);
+      const sealed = this.live.sealedUnchanged(ino);
       this.journal.txn(() => {
         if (!this.live.remove(ino) || !node) return;
-        // A new state object: a capture that started while the file was live is never recorded over it.
+        // Sealed while live and not changed since: that seal holds these bytes. Otherwise a new state
+        // object, changed: a capture that started while the file was live is never recorded over it.
+        if (sealed && node.content === sealed.content) {
+          this.journal.update(ino, { content: sealedState(contentOf(node), sealed.blocks, sealed.size) });
+          return;
+        }
         this.journal.update(ino, { content: changed(contentOf(node), 0, node.size, node.size) });
         this.journal.markChanged(ino);
       });
@@ -168,9 +176,18 @@ export class Content {
     for (const ino of this.live.inodes()) this.refresh(ino);
   }
 
-  /** The upper file's size (and its times, `withMtime`) become the record's; the file is dirty (all of it) and changed. */
+  /**
+   * The upper file's size (and its times, `withMtime`) become the record's; the file is dirty (all of it)
+   * and changed. A file the kernel grew past the largest a home holds is cut back to its last size, and
+   * its next fsync fails with EFBIG, as such a write does on the writeback path.
+   */
   private takeIn(node: Inode, st: { size: bigint; mtimeNs: bigint; ctimeNs: bigint }, withMtime: boolean): void {
-    const size = Number(st.size);
+    let size = Number(st.size);
+    if (size > MAX_FILE_BYTES) {
+      this.upper.truncateNow(node.ino, node.size);
+      this.oversize.add(node.ino);
+      size = node.size;
+    }
     this.early.delete(node.ino);
     this.journal.txn(() => {
       this.account(size - node.size);
@@ -519,6 +536,8 @@ export class Content {
 
   /** Makes the upper data of this inode durable (fdatasync). */
   async sync(ino: number): Promise<void> {
+    this.refresh(ino);
+    if (this.oversize.delete(ino)) throw fsErr(E.EFBIG);
     await this.serialize(ino, async () => {
       const node = this.journal.get(ino);
       if (node?.content && hasUpper(node.content)) await this.upper.sync(ino);
@@ -556,8 +575,11 @@ export class Content {
     // A live file (open through passthrough) is read as it is now, and never recorded as sealed or stored:
     // the kernel may change it right after the capture, unseen. Write-behind leaves it for its last close.
     const live = this.live.has(ino);
+    let before: Fingerprint | undefined;
+    let untorn = false;
     const cap = await this.serialize(ino, async () => {
       this.refresh(ino);
+      if (live) before = this.live.now(ino);
       const node = this.journal.get(ino);
       if (!node) throw new Error(`seal: file inode ${ino} vanished`);
       const c = contentOf(node);
@@ -589,6 +611,7 @@ export class Content {
       };
       const done = await Promise.allSettled(Array.from({ length: Math.min(SEAL_WINDOW, plan.length) }, worker));
       for (const r of done) if (r.status === 'rejected') throw r.reason;
+      untorn = live && same(before, this.live.now(ino));
       hooks.captured?.({ blocks, size: node.size, node: this.journal.get(ino) ?? node });
       return { c, blocks, size: node.size, captured: true, fromStore: undefined };
     });
@@ -602,6 +625,8 @@ export class Content {
     }
     // A log segment (record: false) leaves the file dirty: the next seal captures it again.
     const record = hooks.record ?? true;
+    // A live file stays dirty; a seal remembers what it captured, for the file's last close (`closeLive`).
+    if (record === true && live && untorn && before && this.journal.get(ino)?.content === cap.c) this.live.sealedAs(ino, before, cap.c, cap.blocks, cap.size);
     if (record !== false && !live && !this.live.has(ino)) {
       await this.serialize(ino, async () => {
         if (this.journal.get(ino)?.content !== cap.c) return;

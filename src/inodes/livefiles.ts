@@ -19,7 +19,7 @@ import type { UpperFiles } from './upper.js';
 
 const LIVE_KEY = 'liveFiles';
 
-interface Fingerprint {
+export interface Fingerprint {
   size: bigint;
   mtimeNs: bigint;
   ctimeNs: bigint;
@@ -28,6 +28,8 @@ interface Fingerprint {
 interface Live {
   writers: number;
   seen: Fingerprint | undefined;
+  /** What the last seal captured of the file while it was live, and the upper file as it was then. */
+  sealed?: { at: Fingerprint; content: unknown; blocks: string[]; size: number };
 }
 
 export class LiveFiles {
@@ -82,6 +84,26 @@ export class LiveFiles {
     return true;
   }
 
+  /** The upper file's fingerprint now (undefined: it is gone), for `sealedAs` and `unchangedSince`. */
+  now(ino: number): Fingerprint | undefined {
+    return fingerprint(this.upper.statNow(ino));
+  }
+
+  /**
+   * A seal captured live file `ino` as `blocks` from its state object `content`, and the upper file was
+   * `at` before and after the capture. Its last close records it sealed if nothing changed since.
+   */
+  sealedAs(ino: number, at: Fingerprint, content: unknown, blocks: string[], size: number): void {
+    const l = this.files.get(ino);
+    if (l) l.sealed = { at, content, blocks, size };
+  }
+
+  /** What a seal captured of `ino` while live, if the upper file is still exactly as it was then. */
+  sealedUnchanged(ino: number): { content: unknown; blocks: string[]; size: number } | undefined {
+    const s = this.files.get(ino)?.sealed;
+    return s && same(s.at, this.now(ino)) ? s : undefined;
+  }
+
   /** Takes the upper file as it is now as seen (after the daemon changed it or the record itself). */
   mark(ino: number): void {
     const l = this.files.get(ino);
@@ -98,11 +120,16 @@ export class LiveFiles {
     if (!l) return undefined;
     const st = this.upper.statNow(ino);
     const f = fingerprint(st);
-    if (!st || !f || (l.seen && l.seen.size === f.size && l.seen.mtimeNs === f.mtimeNs && l.seen.ctimeNs === f.ctimeNs)) return undefined;
+    if (!st || !f || same(l.seen, f)) return undefined;
     const mtimeChanged = l.seen === undefined || l.seen.mtimeNs !== f.mtimeNs;
     l.seen = f;
     return { st, mtimeChanged };
   }
+}
+
+/** Two looks at an upper file saw the same bytes (size, mtime and ctime to the nanosecond). */
+export function same(a: Fingerprint | undefined, b: Fingerprint | undefined): boolean {
+  return a !== undefined && b !== undefined && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
 }
 
 function fingerprint(st: BigIntStats | undefined): Fingerprint | undefined {

@@ -9,7 +9,7 @@
  * Opening (creating), reads, large writes, close, unlink and fdatasync, which change directories, may
  * wait for the disk or be throttled, stay on the threadpool.
  */
-import { close, closeSync, fdatasync, fstatSync, ftruncateSync, mkdirSync, open, read, statSync, write, writeSync, constants, unlink, type BigIntStats } from 'node:fs';
+import { close, closeSync, fdatasync, fstatSync, ftruncateSync, mkdirSync, open, read, statSync, truncateSync, write, writeSync, constants, unlink, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
 
 const MAX_IDLE_FDS = 256;
@@ -140,6 +140,13 @@ export class UpperFiles {
       // A large write may be throttled by the kernel's dirty-page limits: never on the main thread.
       while (done < data.length) done += await p<number>((cb) => write(fd, data, done, data.length - done, offset + done, cb));
     });
+  }
+
+  /** Truncates the upper file now, on the main thread (a file held open by a FUSE handle has its fd). */
+  truncateNow(ino: number, size: number): void {
+    const f = this.fds.get(ino);
+    if (f !== undefined) ftruncateSync(f, size);
+    else truncateSync(this.path(ino), size);
   }
 
   truncate(ino: number, size: number): Promise<void> {
