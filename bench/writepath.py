@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The local write path side by side: native ext4, bindfs, the reference C FUSE server and homefs builds, interleaved.
 
-  bench/writepath.py [--rounds 3] [--homefs NAME=DIR ...] [--only ROW,...] [--work /var/tmp/wp-bench]
+  bench/writepath.py [--rounds 3] [--homefs NAME=DIR ...] [--homefs-flags NAME=FLAGS ...] [--only ROW,...]
+                     [--work /var/tmp/wp-bench]
                      [--reference DIR [--reference-modes passthrough,writeback]]
 
 Each round runs every system once, in turn, so that all of them see the same minutes of a shared, loaded
@@ -135,8 +136,8 @@ def unmount(mnt):
 
 
 class System:
-    def __init__(self, name, work, homefs_dir=None, reference=None):
-        self.name, self.work, self.homefs_dir = name, os.path.join(work, name), homefs_dir
+    def __init__(self, name, work, homefs_dir=None, reference=None, flags=()):
+        self.name, self.work, self.homefs_dir, self.flags = name, os.path.join(work, name), homefs_dir, list(flags)
         self.reference, self.proc, self.ref_mounted = reference, None, False  # reference: (DIR, MODE)
 
     def ref(self, *args):
@@ -180,7 +181,7 @@ class System:
             self.log = open(os.path.join(self.work, 'daemon.log'), 'w')
             self.proc = subprocess.Popen(['node', cli, 'mount', f'bench/{self.name}', self.dir, '--foreground',
                                           '--state-dir', os.path.join(self.work, 'state'),
-                                          '--cache-dir', os.path.join(self.work, 'cache'), '--log-level', 'warn'],
+                                          '--cache-dir', os.path.join(self.work, 'cache'), '--log-level', 'warn', *self.flags],
                                          env=env, stdout=self.log, stderr=subprocess.STDOUT)
             wait_mounted(self.dir, self.proc)
 
@@ -223,6 +224,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--rounds', type=int, default=3)
     ap.add_argument('--homefs', action='append', default=[], help='NAME=DIR of a built homefs checkout')
+    ap.add_argument('--homefs-flags', action='append', default=[], metavar='NAME=FLAGS',
+                    help="more `homefs mount` flags for build NAME, e.g. off='--fuse-passthrough off'")
     ap.add_argument('--only', help='comma-separated rows: ' + ','.join(ROWS + EXTRA))
     ap.add_argument('--work', default='/var/tmp/wp-bench')
     ap.add_argument('--reference', metavar='DIR', help='folder of the reference C FUSE server (DIR/mount MODE, DIR/mount stop)')
@@ -242,6 +245,7 @@ def main():
     if ('stat' in rows or 'delete' in rows) and 'create' not in rows:
         rows = ['create'] + rows  # stat and delete work on the files create made
     builds = [h.split('=', 1) for h in a.homefs] or [['homefs', ROOT]]
+    flags = dict(f.split('=', 1) for f in a.homefs_flags)
     os.makedirs(a.work, exist_ok=True)
     fx = fixtures(a.work) if {'tar5k', 'clone', 'npmci'} & set(rows) else None
     tarball, rand = os.path.join(a.work, 'usr-include.tar'), '/dev/shm/wp-bench-random'
@@ -253,7 +257,7 @@ def main():
             for _ in range(512):
                 f.write(os.urandom(1 << 20))
     systems = ([System('native', a.work), System('bindfs', a.work)] + [System(f'ref-{m}', a.work, reference=(a.reference, m)) for m in refs]
-               + [System(n, a.work, d) for n, d in builds])
+               + [System(n, a.work, d, flags=flags.get(n, '').split()) for n, d in builds])
     width = max(8, *(len(s.name) for s in systems))
     times = {(s.name, r): [] for s in systems for r in rows}
     loads = []

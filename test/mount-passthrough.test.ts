@@ -4,7 +4,7 @@
  * their upper files, and the daemon must still know what they hold. Checked: a file open for writing
  * reports the size and times of what was written; a quota turns passthrough off and is enforced; a file
  * opened read-only before its copy-up and then for writing is served right (the kernel forbids mixing
- * the two kinds of opens on one inode); mmap writes reach a seal; a kill -9 during passthrough writes
+ * the two kinds of opens on one inode); mmap writes and O_DIRECT reach a seal; a kill -9 during passthrough writes
  * loses nothing on the same state directory and nothing older than the protection interval on a
  * fresh host; and `--fuse-passthrough off` keeps the writeback path.
  */
@@ -184,6 +184,28 @@ while not os.path.exists('${h.root}/stop'):
   assert.equal(data.length, 123457);
   assert.ok(data.every((b) => b === 0x7a));
   await h.sleep(again);
+});
+
+test('O_DIRECT on a passthrough file: aligned reads and writes reach the upper file and the next seal', async () => {
+  const h = home('direct');
+  const mnt = await h.mount();
+  const out = await shOk(`python3 -c "
+import mmap, os
+p = '${mnt}/d'
+fd = os.open(p, os.O_CREAT | os.O_RDWR | os.O_DIRECT, 0o644)
+buf = mmap.mmap(-1, 8192)
+buf.write(b'D' * 8192)
+print(os.pwritev(fd, [buf], 0))
+back = mmap.mmap(-1, 4096)
+print(os.preadv(fd, [back], 4096), bytes(back[:3]))
+os.close(fd)
+print(os.stat(p).st_size)
+"`);
+  assert.equal(out.trim(), "8192\n4096 b'DDD'\n8192");
+  const snap = (await homefsOk(['sync', mnt])).trim();
+  const cat = await homefsOk(['cat', `acme/direct@${snap}`, 'd', '--store', h.storeUrl]);
+  assert.equal(cat, 'D'.repeat(8192));
+  await h.sleep(mnt);
 });
 
 test('--fuse-passthrough off keeps the writeback cache and the daemon write path', async () => {

@@ -64,7 +64,7 @@ test('--metrics-addr serves /metrics and /healthz on loopback; homefs_dirty_byte
   await shOk(`head -c 5000 /dev/urandom > ${mnt}/five.bin`);
   let text = await (await fetch(`${url}/metrics`)).text();
   assert.equal(gauge(text, 'homefs_dirty_bytes'), 5000);
-  assert.match(text, /^homefs_fuse_ops_total\{op="write",org="acme",home="metrics"\} \d+$/m);
+  assert.match(text, /^homefs_fuse_ops_total\{op="create",org="acme",home="metrics"\} \d+$/m);
   assert.ok(gauge(text, 'process_resident_memory_bytes') > 0);
   await homefsOk(['sync', mnt]);
   text = await (await fetch(`${url}/metrics`)).text();

@@ -99,7 +99,6 @@ export class FuseAdapter {
     return { fh, ...o };
   }
 
-
   /** The mounted session; every reply goes through it once the journal batch it depends on committed. */
   set session(s: Session | undefined) {
     this.replies = s ? new CommittedReplies(s, this.view.journal) : undefined;

@@ -140,25 +140,23 @@ export class Content {
     });
   }
 
-  /** A passthrough writer of `ino` closed; the last one leaves the file dirty, as its upper file now is. */
+  /**
+   * A passthrough writer of `ino` closed. At the last one, what the kernel wrote since the last look is
+   * taken in (and marked changed, as any change is); a file a seal captured while live and unchanged since
+   * is recorded sealed with what that seal stored. Otherwise it stays dirty, for the next seal.
+   */
   closeLive(ino: number): Promise<void> {
     return this.serialize(ino, async () => {
       this.refresh(ino);
       if (!this.live.has(ino)) return;
       const node = this.journal.get(ino);
       const sealed = this.live.sealedUnchanged(ino);
-      this.journal.txn(() => {
-        if (!this.live.remove(ino) || !node) return;
-        // Sealed while live and not changed since: that seal holds these bytes. Otherwise a new state
-        // object, changed: a capture that started while the file was live is never recorded over it.
-        if (sealed && node.content === sealed.content) {
-          this.journal.update(ino, { content: sealedState(contentOf(node), sealed.blocks, sealed.size) });
-          return;
-        }
-        this.journal.update(ino, { content: changed(contentOf(node), 0, node.size, node.size) });
-        this.journal.markChanged(ino);
-      });
-      if (node && !this.live.has(ino)) this.onChanged?.(ino);
+      if (!this.live.remove(ino) || !node) return;
+      if (sealed && node.content === sealed.content) {
+        this.journal.update(ino, { content: sealedState(contentOf(node), sealed.blocks, sealed.size) });
+        return;
+      }
+      if (node.content && isUnsealed(node.content)) this.onChanged?.(ino);
     });
   }
 
