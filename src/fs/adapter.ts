@@ -87,13 +87,13 @@ export class FuseAdapter {
    * Opens file `ino` (its record `node`) for handle `fh`: through passthrough when its bytes are local or
    * can be made so at once and its other opens allow it, else cached (the daemon serves its reads and writes).
    */
-  private async openFile(ino: number, writer: boolean): Promise<{ fh: number; keepCache?: boolean; backingId?: number }> {
+  private async openFile(ino: number, writer: boolean, fresh = false): Promise<{ fh: number; keepCache?: boolean; backingId?: number }> {
     const eligible = (): boolean => {
       const node = this.view.get(ino);
       return node.kind === 'file' && (writer ? canWriteThrough(node) : node.content !== undefined && allLocal(node.content));
     };
     const none = (): Promise<void> => Promise.resolve();
-    const o = await this.passthrough.open(ino, eligible, writer ? () => this.content.openLive(ino) : none, writer ? () => this.content.closeLive(ino) : none);
+    const o = await this.passthrough.open(ino, eligible, writer ? () => this.content.openLive(ino, fresh) : none, writer ? () => this.content.closeLive(ino) : none);
     const fh = this.openHandle(ino);
     this.passthrough.opened(fh, ino, o.backingId !== undefined, writer && o.backingId !== undefined);
     return { fh, ...o };
@@ -276,7 +276,7 @@ export class FuseAdapter {
           this.s.create(req, entryOf(node, this.t), { fh: this.openHandle(node.ino), keepCache: true });
           return;
         }
-        return this.openFile(node.ino, (flags & 3) !== 0).then((o) => {
+        return this.openFile(node.ino, (flags & 3) !== 0, true).then((o) => {
           this.view.ref(node.ino);
           this.s.create(req, entryOf(this.view.get(node.ino), this.t), o);
         });
@@ -326,7 +326,7 @@ export class FuseAdapter {
         this.holds.get(fh)?.();
         this.holds.delete(fh);
         if (this.passthrough.enabled && this.passthrough.released(fh)?.writer) {
-          this.view.refresh?.(ino); // (before the record may go: an unlinked file's last close reclaims it)
+          this.view.refresh?.(ino); // the last look at what the kernel wrote (closeLive relies on it), before an unlinked file's record goes
           this.content.closeLive(ino).catch((e: unknown) => this.log.error({ ino, err: (e as Error).message }, 'closing a passthrough file failed'));
         }
         if (this.files.delete(fh)) {

@@ -448,16 +448,28 @@ export abstract class HomeCommits {
 
   protected async fsync(ino: number): Promise<void> {
     const t0 = Date.now();
-    await this.content.sync(ino);
-    if (this.cfg.fsync !== 'store') return this.journal.sync();
-    const t1 = Date.now();
+    if (this.cfg.fsync !== 'store') {
+      await this.content.sync(ino);
+      return this.journal.sync();
+    }
+    // The local flush and the store's copy overlap: the disk and the hashing and uploads run together.
+    let syncMs = -1;
+    const local = this.content.sync(ino).then(() => {
+      syncMs = Date.now() - t0;
+    });
+    local.catch(() => undefined); // (awaited below, after the store's part)
     let how = 'log';
     this.fsynced.add(ino);
-    if ((await this.segmenter.request('fsync')) === 'seal') {
-      how = 'seal';
-      await this.sealer.request('fsync');
+    try {
+      if ((await this.segmenter.request('fsync')) === 'seal') {
+        how = 'seal';
+        await this.sealer.request('fsync');
+      }
+    } finally {
+      await local.catch(() => undefined);
     }
-    this.log.debug({ op: 'fsync', ino, how, syncMs: t1 - t0, ms: Date.now() - t0 }, 'fsync done');
+    await local;
+    this.log.debug({ op: 'fsync', ino, how, syncMs, ms: Date.now() - t0 }, 'fsync done');
   }
 
   /** Stores the session's hot set (running.ts). */

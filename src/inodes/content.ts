@@ -117,15 +117,20 @@ export class Content {
 
   /**
    * A passthrough writer opens file `ino`: its whole content is made local (an inline file spills, a small
-   * sealed one is copied up) and it is dirty and live until its last writer closes (livefiles.ts).
+   * sealed one is copied up; a `fresh` one, just created, gets its upper file at once) and it is dirty and
+   * live until its last writer closes (livefiles.ts).
    */
-  openLive(ino: number): Promise<void> {
+  openLive(ino: number, fresh = false): Promise<void> {
     return this.serialize(ino, async () => {
       let node = this.journal.get(ino);
       if (!node) throw fsErr(E.ENOENT);
       if (this.live.has(ino)) {
         this.live.add(ino);
         return;
+      }
+      const c0 = contentOf(node);
+      if (fresh && node.size === 0 && c0.state === 'clean' && c0.sealed.size === 0 && this.upper.createNow(ino)) {
+        node = this.journal.update(ino, { content: copiedUp(c0, 'all') });
       }
       node = await this.spill(node);
       node = await this.makeLocal(node, 0, contentOf(node).sealed.size);
@@ -141,13 +146,12 @@ export class Content {
   }
 
   /**
-   * A passthrough writer of `ino` closed. At the last one, what the kernel wrote since the last look is
-   * taken in (and marked changed, as any change is); a file a seal captured while live and unchanged since
+   * A passthrough writer of `ino` closed (its release took in what the kernel wrote: `refresh`). At the
+   * last one, a file a seal captured while live and unchanged since
    * is recorded sealed with what that seal stored. Otherwise it stays dirty, for the next seal.
    */
   closeLive(ino: number): Promise<void> {
     return this.serialize(ino, async () => {
-      this.refresh(ino);
       if (!this.live.has(ino)) return;
       const node = this.journal.get(ino);
       const sealed = this.live.sealedUnchanged(ino);
@@ -532,14 +536,17 @@ export class Content {
     if (offset + length > node.size) await this.truncate(ino, offset + length);
   }
 
-  /** Makes the upper data of this inode durable (fdatasync). */
+  /**
+   * Makes the upper data of this inode durable (fdatasync) once every content change queued before it
+   * landed. The flush itself holds no lock: a seal's capture of the file (an fsync's segment) reads the
+   * page cache meanwhile instead of waiting for the disk.
+   */
   async sync(ino: number): Promise<void> {
     this.refresh(ino);
     if (this.oversize.delete(ino)) throw fsErr(E.EFBIG);
-    await this.serialize(ino, async () => {
-      const node = this.journal.get(ino);
-      if (node?.content && hasUpper(node.content)) await this.upper.sync(ino);
-    });
+    await this.serialize(ino, async () => undefined);
+    const node = this.journal.get(ino);
+    if (node?.content && hasUpper(node.content)) await this.upper.sync(ino);
   }
 
   /**

@@ -9,7 +9,7 @@
  * Opening (creating), reads, large writes, close, unlink and fdatasync, which change directories, may
  * wait for the disk or be throttled, stay on the threadpool.
  */
-import { close, closeSync, fdatasync, fstatSync, ftruncateSync, mkdirSync, open, read, statSync, truncateSync, write, writeSync, constants, unlink, type BigIntStats } from 'node:fs';
+import { close, closeSync, fdatasync, fstatSync, ftruncateSync, mkdirSync, open, openSync, read, statSync, truncateSync, write, writeSync, constants, unlink, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
 
 const MAX_IDLE_FDS = 256;
@@ -61,6 +61,25 @@ export class UpperFiles {
     return this.using(ino, (fd) => {
       if (fstatSync(fd).size > 0) ftruncateSync(fd, 0);
     });
+  }
+
+  /**
+   * Creates the upper file of a new inode now, on the main thread (an exclusive create in a directory of
+   * our own: a passthrough create waits for it, and the thread pool's round trip costs more than the call).
+   * False when a file is already there (the caller then empties it the usual way).
+   */
+  createNow(ino: number): boolean {
+    if (this.fds.has(ino)) return false;
+    let fd: number;
+    try {
+      fd = openSync(this.path(ino), constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o600);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw e;
+    }
+    this.fds.set(ino, fd);
+    this.trim();
+    return true;
   }
 
   /** The inode's open fd, opened (created if need be) when it is not: for a backing file (fs/passthrough.ts). */
