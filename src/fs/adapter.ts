@@ -326,7 +326,7 @@ export class FuseAdapter {
         this.holds.get(fh)?.();
         this.holds.delete(fh);
         if (this.passthrough.enabled && this.passthrough.released(fh)?.writer) {
-          this.view.refresh?.(ino); // the last look at what the kernel wrote (closeLive relies on it), before an unlinked file's record goes
+          this.content.refresh(ino); // the last look at what the kernel wrote (closeLive relies on it), before an unlinked file's record goes
           this.content.closeLive(ino).catch((e: unknown) => this.log.error({ ino, err: (e as Error).message }, 'closing a passthrough file failed'));
         }
         if (this.files.delete(fh)) {
