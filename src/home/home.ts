@@ -234,7 +234,7 @@ export class MountedHome extends RunningHome {
       readOnly: this.cfg.readOnly,
     }, this.log);
     const ops = adapter.ops();
-    this.passthroughAsk = passthroughWanted(this.cfg, (c) => hasCaps(c));
+    this.passthroughAsk = passthroughWanted(this.cfg, (c) => hasCaps(c), this.upper.dir);
     // At INIT the kernel has said whether it takes passthrough; the writeback cache is off where it does.
     ops.init = () => {
       const granted = this.session?.caps().passthrough ?? false;
