@@ -18,6 +18,9 @@ import type { Logger } from 'pino';
 import type { Session } from '../fuse/types.js';
 import type { UpperFiles } from '../inodes/upper.js';
 
+/** Inodes remembered as opened through passthrough; past this, no cached open keeps the page cache. */
+const BYPASSED_MAX = 65_536;
+
 interface Handle {
   ino: number;
   passthrough: boolean;
@@ -32,8 +35,9 @@ export class PassthroughOpens {
   private readonly handles = new Map<number, Handle>();
   /** Per inode, the open being decided (opens of one inode are decided in turn). */
   private readonly deciding = new Map<number, Promise<void>>();
-  /** Inodes opened through passthrough since their last cached open. */
+  /** Inodes opened through passthrough since their last cached open (past BYPASSED_MAX: all of them). */
   private readonly bypassed = new Set<number>();
+  private bypassedAll = false;
   /** Counters for status: passthrough opens, cached opens, backing registrations the kernel refused. */
   readonly stats = { passthrough: 0, cached: 0, refused: 0 };
   private lastRefusal = '';
@@ -80,7 +84,11 @@ export class PassthroughOpens {
       const id = await this.register(ino);
       if (id !== undefined) {
         this.backing.set(ino, { id, opens: 1 });
-        this.bypassed.add(ino);
+        if (!this.bypassedAll) this.bypassed.add(ino);
+        if (this.bypassed.size > BYPASSED_MAX) {
+          this.bypassed.clear();
+          this.bypassedAll = true;
+        }
         this.stats.passthrough++;
         return { backingId: id, keepCache: false };
       }
@@ -88,7 +96,7 @@ export class PassthroughOpens {
     }
     this.stats.cached++;
     this.cachedOpens.set(ino, (this.cachedOpens.get(ino) ?? 0) + 1);
-    return { keepCache: !this.bypassed.delete(ino) };
+    return { keepCache: !this.bypassed.delete(ino) && !this.bypassedAll };
   }
 
   /** Registers the upper file of `ino` as a backing file: its id, or undefined when the kernel refuses it. */

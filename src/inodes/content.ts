@@ -147,8 +147,8 @@ export class Content {
 
   /**
    * A passthrough writer of `ino` closed (its release took in what the kernel wrote: `refresh`). At the
-   * last one, a file a seal captured while live and unchanged since
-   * is recorded sealed with what that seal stored. Otherwise it stays dirty, for the next seal.
+   * last one, a file a seal captured while live and unchanged since is recorded sealed with what that seal
+   * stored; otherwise it stays dirty, for the next seal, and write-behind may take it now.
    */
   closeLive(ino: number): Promise<void> {
     return this.serialize(ino, async () => {
