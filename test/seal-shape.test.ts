@@ -8,6 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Content } from '../src/inodes/content.js';
@@ -23,6 +24,8 @@ import { GcFence } from '../src/format/gcfence.js';
 import { readHead } from '../src/format/heads.js';
 import { ObjectStore } from '../src/format/objects.js';
 import { MemoryStore } from '../src/store/memory.js';
+import { Slabs } from '../src/util/slabs.js';
+import { SLAB_MIN } from '../src/seal/blockread.js';
 import type { ObjectInfo, Store } from '../src/store/store.js';
 
 /** Holds every request until `release()`; records what was asked, in order. */
@@ -204,5 +207,47 @@ test('a paced seal keeps to its pace while it holds, and goes at full speed once
     const r = await sealing;
     assert.equal(blockPuts(), 6, 'every block went up');
     assert.equal(r?.gen, 1);
+  });
+});
+
+test('a seal reads large blocks into a few reused buffers, and each stays untouched until its upload has copied it', async () => {
+  await withHome('sealslabs', 'slabs', 4, async ({ store, content, view, deps }) => {
+    const files: Array<{ ino: number; bytes: Buffer }> = [];
+    for (let i = 0; i < 3; i++) {
+      const ino = view.create(ROOT_INO, `f${i}`, { kind: 'file', mode: 0o644, uid: 0, gid: 0 }).ino;
+      const bytes = randomBytes(12 * 1024 * 1024 + 1000 * (i + 1));
+      await content.write(ino, 0, bytes);
+      files.push({ ino, bytes });
+    }
+    const slabs = new Slabs(8 * 1024 * 1024, SLAB_MIN, 8 * 1024 * 1024);
+    const taken = slabs.take.bind(slabs);
+    let buffers = 0;
+    const seen = new Set<ArrayBufferLike>();
+    slabs.take = async (n) => {
+      const s = await taken(n);
+      if (!seen.has(s.buf.buffer)) (seen.add(s.buf.buffer), buffers++);
+      return s;
+    };
+    // Uploads are held and let go a few at a time: a buffer given back before its upload copied it would be
+    // read over by the next block, and its object would not match its hash.
+    store.holding = true;
+    let sealing = true;
+    const drip = (async () => {
+      while (sealing) {
+        store.release();
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    })();
+    const r = await seal({ ...deps, slabs }, 'test').finally(() => (sealing = false));
+    await drip;
+    store.holding = false;
+    assert.ok(r, 'the seal commits');
+    assert.ok(buffers <= 2, `at most the budget's two 4 MiB buffers were ever made (${buffers})`);
+    for (const f of files) {
+      const blocks = (deps.journal.get(f.ino)?.content as { sealed: { blocks: string[] } }).sealed.blocks;
+      assert.equal(blocks.length, 4);
+      const back = Buffer.concat(await Promise.all(blocks.map((h) => deps.objects.getBlock(h))));
+      assert.ok(back.equals(f.bytes), 'every block in the store holds the bytes the file had');
+    }
   });
 });

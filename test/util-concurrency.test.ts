@@ -80,3 +80,19 @@ test('Slabs reuse a released buffer of the same class and keep at most keepFree 
   const e = await slabs.take(70_000);
   assert.notEqual(e.buf.buffer, c.buf.buffer, 'a dropped slab is not handed out again');
 });
+
+test('Slabs with idleDropMs drop their free slabs once none has been taken for that long', async () => {
+  const slabs = new Slabs(1024 * 1024, 64 * 1024, 1024 * 1024, 20);
+  const a = await slabs.take(100_000);
+  const b = await slabs.take(100_000);
+  a.release();
+  await new Promise((r) => setTimeout(r, 40));
+  assert.equal(slabs.idleBytes, 128 * 1024, 'b is still taken: nothing is dropped');
+  b.release();
+  const c = await slabs.take(100_000); // taken again before the delay: the drop is put off
+  assert.equal(slabs.idleBytes, 128 * 1024);
+  c.release();
+  assert.equal(slabs.idleBytes, 256 * 1024);
+  await new Promise((r) => setTimeout(r, 40));
+  assert.equal(slabs.idleBytes, 0, 'idle for the delay: the free slabs are dropped');
+});

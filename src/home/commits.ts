@@ -32,6 +32,7 @@ import type { HomePaths } from './paths.js';
 import { Sealer } from './sealer.js';
 import { CacheMetricsMirror, Capacity, dirtyTotals } from './report.js';
 import { HashPool } from '../hash/pool.js';
+import { sealSlabs } from '../seal/blockread.js';
 import type { Presealer } from '../seal/preseal.js';
 import { Omissions } from '../seal/omission.js';
 import type { WriteBehind } from '../seal/writebehind.js';
@@ -56,6 +57,8 @@ export abstract class HomeCommits {
   private readonly host = hostname();
   /** Seals hash blocks on a worker thread so the FUSE loop keeps answering meanwhile. */
   protected readonly hashPool = new HashPool({ threads: defaults.sealHashThreads });
+  /** The buffers seals read large blocks into, reused (seal/blockread.ts); write-behind has its own. */
+  private readonly sealSlabs = sealSlabs();
   /** Hashes and uploads the blocks of large files while they are written (seal/preseal.ts); none when read-only. */
   protected preseal: Presealer | undefined;
   /** Stores the blocks of quiet changed files in the background (seal/writebehind.ts); none when read-only. */
@@ -149,7 +152,7 @@ export abstract class HomeCommits {
     return {
       journal: this.journal, content: this.content, objects: this.objects,
       excludes: new Excludes(this.cfg.excludes), home: this.cfg.home, host: this.host, parallelism: defaults.sealParallelism,
-      hash: (data) => this.hashPool.hash(data), fence: this.gcFence,
+      hash: (data) => this.hashPool.hash(data), slabs: this.sealSlabs, fence: this.gcFence,
       uploading: (hash) => this.preseal?.uploading(hash) ?? this.writeBehind?.inFlight(hash),
       storedUnder: (hash, epoch) => this.writeBehind?.has(hash, epoch) ?? false,
       segmentTrees: this.segmentTrees, omissions: this.omissions,

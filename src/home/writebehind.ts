@@ -11,6 +11,7 @@ import { isUnsealed } from '../inodes/filestate.js';
 import type { Journal } from '../inodes/journal.js';
 import type { HomeView } from '../inodes/view.js';
 import { excludedIno } from '../seal/preseal.js';
+import { sealSlabs } from '../seal/blockread.js';
 import type { SealDeps } from '../seal/seal.js';
 import { WriteBehind, type WriteBehindOptions, defaultWriteBehindOptions } from '../seal/writebehind.js';
 import type { Foreground } from './foreground.js';
@@ -60,6 +61,7 @@ export function startWriteBehind(w: WriteBehindWiring): WriteBehind {
       return { epoch: look.epoch };
     },
     hash: w.hash,
+    slabs: sealSlabs(),
     sink: { missing: (hashes) => w.objects.missingBlocks(hashes), put: async (hash, data) => void (await w.objects.putBlock(hash, data)) },
     uploading: w.presealing,
     excluded: (ino) => excludedIno(journal, w.excludes, ino),

@@ -567,7 +567,7 @@ export class Content {
    */
   async sealFile(
     ino: number,
-    store: (block: SealBlock, bytes: () => Promise<Buffer>, known?: string) => Promise<string>,
+    store: (block: SealBlock, bytes: (into?: Buffer) => Promise<Buffer>, known?: string) => Promise<string>,
     hooks: {
       captured?: (r: SealedBlocks & { node: Inode }) => void;
       landed?: () => Promise<void>;
@@ -606,7 +606,7 @@ export class Content {
             // An inline file's bytes are copied: `store` may hand its buffer to a worker thread.
             const bytes = c.state === 'inline'
               ? async (): Promise<Buffer> => Buffer.from(c.data.subarray(b.offset, b.offset + b.length))
-              : (): Promise<Buffer> => this.upper.read(ino, b.offset, b.length);
+              : (into?: Buffer): Promise<Buffer> => this.upper.read(ino, b.offset, b.length, into);
             blocks[i] = b.reuse ?? (await store(b, bytes, this.earlyHash(ino, b)));
           } catch (e) {
             next = plan.length; // the others stop after their current block; the lock is held until then

@@ -29,6 +29,8 @@ import { commitSnapshot } from '../format/commit.js';
 import type { Excludes } from '../format/excludes.js';
 import { reverifyReused, type EpochState, type GcFence } from '../format/gcfence.js';
 import { TagCheck } from './tags.js';
+import { readBlock, type BlockBytes } from './blockread.js';
+import type { Slabs } from '../util/slabs.js';
 import type { OmissionWalk, Omissions } from './omission.js';
 import { ObjectStore, ReuseLog, SMALL_OBJECT } from '../format/objects.js';
 import { createEntry, encodeSegment, type LogObject } from '../fsynclog/homelog.js';
@@ -50,6 +52,8 @@ export interface SealDeps {
   pace?: () => number;
   /** Hashes a block off the event loop; returns the bytes again (the input may have been transferred). */
   hash?: (data: Buffer) => Promise<{ hash: string; data: Buffer }>;
+  /** Reused buffers for the large blocks read (seal/blockread.ts); none: a new buffer per block. */
+  slabs?: Slabs;
   /** The upload of this block that began before the seal (preseal.ts, writebehind.ts), while it is in flight. */
   uploading?: (hash: string) => Promise<unknown> | undefined;
   /** Whether write-behind stored this block after a look that saw gc epoch `epoch` settled (writebehind.ts). */
@@ -487,18 +491,24 @@ function linkOf(node: Inode): { link?: number; nlink?: number } {
 function sealFile(d: SealDeps, ino: number, t: Tally, walk: Walk): Promise<{ blocks: string[]; size: number; node?: Inode }> {
   const { w, record, tags } = walk;
   const uploads: Array<Promise<unknown>> = [];
-  const store = async (block: SealBlock, bytes: () => Promise<Buffer>, known?: string): Promise<string> => {
+  const store = async (block: SealBlock, bytes: BlockBytes, known?: string): Promise<string> => {
     let data: Buffer | undefined;
     let hash: string;
+    let release = (): void => undefined;
     if (known !== undefined) {
       hash = known; // hashed early, while the file was written (preseal.ts): read again only if it must go up
     } else {
-      data = await bytes();
-      if (d.hash) ({ hash, data } = await d.hash(data));
-      else hash = hashBuffer(data);
+      try {
+        ({ data, release } = await readBlock(d.slabs, block.length, bytes));
+        if (d.hash) ({ hash, data } = await d.hash(data));
+        else hash = hashBuffer(data);
+      } catch (e) {
+        release();
+        throw e;
+      }
       t.bytesHashed += block.length;
     }
-    const { landed } = await w.start('block', async () => {
+    const started = w.start('block', async () => {
       // An early upload of this block lands first; the block then counts as found (deduplicated).
       await d.uploading?.(hash)?.catch(() => undefined);
       if (tags.take(hash, (e) => d.storedUnder?.(hash, e) ?? false)) {
@@ -523,6 +533,9 @@ function sealFile(d: SealDeps, ino: number, t: Tally, walk: Walk): Promise<{ blo
         t.reused.set(hash, { ino, offset: block.offset, length: block.length });
       }
     });
+    // The block's buffer is given back once its write settles (or could not start).
+    started.then(({ landed }) => landed.finally(release), release).catch(() => undefined);
+    const { landed } = await started;
     uploads.push(landed);
     return hash;
   };

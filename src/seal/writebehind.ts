@@ -23,6 +23,8 @@
 import { BLOCK_SIZE, SINGLE_BLOCK_MAX } from '../hash/blake3.js';
 import type { SealBlock } from '../inodes/filestate.js';
 import { SMALL_OBJECT } from '../format/objects.js';
+import { readBlock, type BlockBytes } from './blockread.js';
+import type { Slabs } from '../util/slabs.js';
 
 /** Where write-behind's blocks go. */
 export interface BlockSink {
@@ -39,7 +41,7 @@ export interface FileLook {
   size: number;
 }
 
-export type StoreBlock = (block: SealBlock, bytes: () => Promise<Buffer>, known?: string) => Promise<string>;
+export type StoreBlock = (block: SealBlock, bytes: BlockBytes, known?: string) => Promise<string>;
 
 export interface WriteBehindDeps {
   look(ino: number): FileLook | undefined;
@@ -52,6 +54,8 @@ export interface WriteBehindDeps {
   /** A settled look at the gc fence (reused while fresh); undefined while a gc runs. */
   epoch(): Promise<{ epoch: number | null } | undefined>;
   hash(data: Buffer): Promise<{ hash: string; data: Buffer }>;
+  /** Reused buffers for the large blocks read (seal/blockread.ts); none: a new buffer per block. */
+  slabs?: Slabs;
   sink: BlockSink;
   /** The upload of this block that the presealer started, while in flight. */
   uploading?(hash: string): Promise<unknown> | undefined;
@@ -278,29 +282,40 @@ export class WriteBehind {
   }
 
   /** Hashes a block (unless its early hash is known) and starts its upload; the file's lock is not held for it. */
-  private async storeBlock(block: SealBlock, bytes: () => Promise<Buffer>, known: string | undefined, epoch: number | null): Promise<{ hash: string; landed: Promise<void> }> {
+  private async storeBlock(block: SealBlock, bytes: BlockBytes, known: string | undefined, epoch: number | null): Promise<{ hash: string; landed: Promise<void> }> {
     let data: Buffer | undefined;
     let hash: string;
+    let release = (): void => undefined;
     if (known !== undefined) {
       hash = known;
     } else {
-      ({ hash, data } = await this.deps.hash(await bytes()));
+      try {
+        ({ data, release } = await readBlock(this.deps.slabs, block.length, bytes));
+        ({ hash, data } = await this.deps.hash(data));
+      } catch (e) {
+        release();
+        throw e;
+      }
     }
-    if (this.has(hash, epoch)) return { hash, landed: Promise.resolve() };
-    let up = this.uploads.get(hash);
+    let up = this.has(hash, epoch) ? Promise.resolve() : this.uploads.get(hash);
     if (!up) {
       const early = this.deps.uploading?.(hash);
       const d = data;
       up = (async () => {
         await early?.catch(() => undefined);
         await this.upload(hash, block.length, d, bytes, epoch);
-      })().finally(() => this.uploads.delete(hash));
+      })().finally(() => {
+        this.uploads.delete(hash);
+        release();
+      });
       this.uploads.set(hash, up);
+    } else {
+      release(); // stored already, or on its way up with another file's bytes
     }
     return { hash, landed: up };
   }
 
-  private async upload(hash: string, length: number, data: Buffer | undefined, bytes: () => Promise<Buffer>, epoch: number | null): Promise<void> {
+  private async upload(hash: string, length: number, data: Buffer | undefined, bytes: BlockBytes, epoch: number | null): Promise<void> {
     // A small block costs as much to ask about as to write again (one round trip): written. A large one only if missing.
     const small = length <= SMALL_OBJECT;
     if (!small && !(await this.deps.sink.missing([hash])).has(hash)) {

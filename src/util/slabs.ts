@@ -11,6 +11,8 @@
  * alone); what is kept free for reuse by `keepFree` (half the budget unless told), the oldest free slab
  * dropped first.
  * A taken buffer must not be used after its release: whoever keeps its bytes longer copies them.
+ * With `idleDropMs`, the free slabs are dropped once none has been taken for that long (a long-lived owner,
+ * such as a mounted home's seals, holds no memory between its bursts).
  */
 import { ByteBudget } from './concurrency.js';
 
@@ -27,11 +29,14 @@ export class Slabs {
   private readonly free = new Map<number, SharedArrayBuffer[]>();
   private readonly freeOrder = new Set<SharedArrayBuffer>();
   private freeBytes = 0;
+  private taken = 0;
+  private idleTimer: NodeJS.Timeout | undefined;
 
   constructor(
     limit: number,
     private readonly minCapacity = 64 * 1024,
     private readonly keepFree = limit / 2,
+    private readonly idleDropMs?: number,
   ) {
     this.budget = new ByteBudget(limit);
   }
@@ -53,14 +58,17 @@ export class Slabs {
     const give = await this.budget.acquire(capacity);
     const sab = this.free.get(capacity)?.pop() ?? new SharedArrayBuffer(capacity);
     if (this.freeOrder.delete(sab)) this.freeBytes -= capacity;
+    this.taken++;
     let released = false;
     return {
       buf: Buffer.from(sab, 0, length),
       release: () => {
         if (released) return;
         released = true;
+        this.taken--;
         this.keep(sab);
         give();
+        if (this.taken === 0 && this.idleDropMs !== undefined) this.dropWhenIdle(this.idleDropMs);
       },
     };
   }
@@ -70,6 +78,14 @@ export class Slabs {
     this.free.clear();
     this.freeOrder.clear();
     this.freeBytes = 0;
+  }
+
+  private dropWhenIdle(ms: number): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      if (this.taken === 0) this.dropFree();
+    }, ms);
+    this.idleTimer.unref();
   }
 
   private keep(sab: SharedArrayBuffer): void {
