@@ -1,6 +1,7 @@
 /*
  * homefs_files: many small files written, and many paths' metadata set, in one hand-off to a libuv
- * thread-pool thread, for `homefs pull` (src/transfer/filewriter.ts). Node's fs API costs one thread-pool
+ * thread-pool thread, for `homefs pull` (src/transfer/filewriter.ts); and an open and a read that never
+ * wait for the disk, for a mounted home's small reads of its upper files (src/inodes/upper.ts). Node's fs API costs one thread-pool
  * round trip per call (open, write, chmod, utimes, close: five per file), or blocks the main thread with
  * the synchronous calls; and it has no way to set a time to the nanosecond (fs.utimes takes a double).
  *
@@ -17,6 +18,13 @@
  *   (STEP_* below). An item that fails does not stop the others; a file whose write failed is closed and
  *   left for the caller to remove (pull removes its whole temporary directory).
  *
+ *   openCached(path) -> fd, or a negative errno
+ *       openat2(O_RDWR|O_CLOEXEC, RESOLVE_CACHED) of an existing file: -EAGAIN when the lookup would need
+ *       the disk (the dentry is not cached), so the main thread can open at once or hand it to the pool.
+ *   readCached(fd, buffer, position) -> bytes read, or a negative errno
+ *       preadv2(RWF_NOWAIT) into the whole of buffer: -EAGAIN (or a short count) when not all of it is in
+ *       the page cache. Both are synchronous and never block on the disk.
+ *
  * Nothing here touches JS state off the main thread: paths are copied into C strings and the buffers'
  * bytes are pinned by a reference to the `datas` array (the caller does not change it until the promise
  * settles).
@@ -28,6 +36,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <linux/openat2.h>
 #include <unistd.h>
 
 enum { STEP_OPEN, STEP_WRITE, STEP_CHOWN, STEP_CHMOD, STEP_UTIMES, STEP_CLOSE };
@@ -244,12 +255,53 @@ static napi_value set_meta(napi_env env, napi_callback_info info) {
   return start(env, j, exec_meta, "homefs.setMeta");
 }
 
+static napi_value num(napi_env env, double v) {
+  napi_value r;
+  napi_create_double(env, v, &r);
+  return r;
+}
+
+static napi_value open_cached(napi_env env, napi_callback_info info) {
+  size_t argc = 1, len;
+  napi_value argv[1];
+  char path[4096];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 1 || napi_get_value_string_utf8(env, argv[0], path, sizeof(path), &len) != napi_ok || len >= sizeof(path) - 1) {
+    napi_throw_type_error(env, NULL, "openCached(path)");
+    return NULL;
+  }
+  struct open_how how = { .flags = O_RDWR | O_CLOEXEC, .mode = 0, .resolve = RESOLVE_CACHED };
+  long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+  return num(env, fd < 0 ? -errno : (double)fd);
+}
+
+static napi_value read_cached(napi_env env, napi_callback_info info) {
+  size_t argc = 3, len;
+  napi_value argv[3];
+  int32_t fd;
+  double pos;
+  void *data;
+  napi_typedarray_type type;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 3 || napi_get_value_int32(env, argv[0], &fd) != napi_ok ||
+      napi_get_typedarray_info(env, argv[1], &type, &len, &data, NULL, NULL) != napi_ok || type != napi_uint8_array ||
+      napi_get_value_double(env, argv[2], &pos) != napi_ok) {
+    napi_throw_type_error(env, NULL, "readCached(fd, buffer, position)");
+    return NULL;
+  }
+  struct iovec iov = { data, len };
+  ssize_t n = preadv2(fd, &iov, 1, (off_t)pos, RWF_NOWAIT);
+  return num(env, n < 0 ? -errno : (double)n);
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
     { "writeFiles", NULL, write_files, NULL, NULL, NULL, napi_default, NULL },
     { "setMeta", NULL, set_meta, NULL, NULL, NULL, napi_default, NULL },
+    { "openCached", NULL, open_cached, NULL, NULL, NULL, napi_default, NULL },
+    { "readCached", NULL, read_cached, NULL, NULL, NULL, napi_default, NULL },
   };
-  if (napi_define_properties(env, exports, 2, props) != napi_ok) return NULL;
+  if (napi_define_properties(env, exports, 4, props) != napi_ok) return NULL;
   return exports;
 }
 

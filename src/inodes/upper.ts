@@ -7,14 +7,30 @@
  * the page cache, and a trip through the threadpool (two thread wake-ups and an event-loop turn) cost
  * more than the call itself (profile in docs/benchmarks.md, "2. The write path").
  * Opening (creating), reads, large writes, close, unlink and fdatasync, which change directories, may
- * wait for the disk or be throttled, stay on the threadpool.
+ * wait for the disk or be throttled, stay on the threadpool; except that a small read whose file name
+ * and bytes are in the kernel's caches is done at once (openat2 RESOLVE_CACHED, preadv2 RWF_NOWAIT:
+ * native/src/files.c), which never waits for the disk: a log segment after a burst of new files reads
+ * thousands of them (docs/decisions/0076-cached-upper-reads.md).
  */
 import { close, closeSync, fdatasync, fstatSync, ftruncateSync, mkdirSync, open, openSync, read, statSync, truncateSync, write, writeSync, constants, unlink, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
+import { loadNativeAddon } from '../util/addon.js';
 
 const MAX_IDLE_FDS = 256;
 /** Writes up to this size go straight to the page cache from the main thread; larger ones use the threadpool. */
 const SYNC_WRITE_MAX = 64 * 1024;
+/** Reads up to this size are tried at once from the kernel's caches (`readCached`). */
+const CACHED_READ_MAX = 64 * 1024;
+
+interface CachedIo {
+  openCached(path: string): number;
+  readCached(fd: number, buf: Uint8Array, position: number): number;
+}
+let cachedIo: CachedIo | undefined;
+function io(): CachedIo {
+  cachedIo ??= loadNativeAddon('homefs_files') as CachedIo;
+  return cachedIo;
+}
 
 function p<T>(fn: (cb: (err: NodeJS.ErrnoException | null, v: T) => void) => void): Promise<T> {
   return new Promise((resolve, reject) => fn((err, v) => (err ? reject(err) : resolve(v))));
@@ -135,6 +151,8 @@ export class UpperFiles {
 
   /** Bytes [offset, offset + length) of the inode's upper file, into `into` when given (at least `length` long). */
   read(ino: number, offset: number, length: number, into?: Buffer): Promise<Buffer> {
+    const now = length <= CACHED_READ_MAX ? this.readCached(ino, offset, length, into) : undefined;
+    if (now) return Promise.resolve(now);
     return this.using(ino, async (fd) => {
       const buf = into && into.length >= length ? into.subarray(0, length) : Buffer.allocUnsafe(length);
       let got = 0;
@@ -147,6 +165,25 @@ export class UpperFiles {
       if (got < length) buf.fill(0, got);
       return buf;
     });
+  }
+
+  /**
+   * `read` at once, when the file's name and all the bytes asked for are in the kernel's caches; undefined
+   * when not (or on any error, or past the end of the upper file): `read` then goes to the thread pool.
+   */
+  private readCached(ino: number, offset: number, length: number, into?: Buffer): Buffer | undefined {
+    let fd = this.fds.get(ino);
+    if (fd === undefined) {
+      if (this.opening.has(ino)) return undefined;
+      const f = io().openCached(this.path(ino));
+      if (f < 0) return undefined;
+      fd = f;
+      this.fds.set(ino, fd);
+      this.trim();
+      if (this.fds.get(ino) !== fd) return undefined; // (trimmed at once: closed)
+    }
+    const buf = into && into.length >= length ? into.subarray(0, length) : Buffer.allocUnsafe(length);
+    return io().readCached(fd, buf, offset) === length ? buf : undefined;
   }
 
   write(ino: number, offset: number, data: Uint8Array): Promise<void> {
