@@ -80,8 +80,18 @@ export function encodeSegment(s: Segment): Buffer {
   SEGMENT_MAGIC.copy(fixed, 0);
   fixed.writeUInt8(s.chain.length > 0 ? CHAINED_VERSION : SEGMENT_VERSION, 4);
   fixed.writeUInt32LE(h.length, 5);
-  const body = Buffer.concat([fixed, h, ...s.objects.map((o) => o.data)]);
-  return Buffer.concat([body, Buffer.from(hashBuffer(body), 'hex')]);
+  // One buffer, filled in place and then hashed: a segment carries up to megabytes of file bytes, and a
+  // second copy (body, then body + hash) cost a fresh allocation's page faults at every fsync.
+  const parts = [fixed, h, ...s.objects.map((o) => o.data)];
+  const length = parts.reduce((n, p) => n + p.length, 0);
+  const out = Buffer.allocUnsafe(length + 32);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  out.write(hashBuffer(out.subarray(0, length)), length, 'hex');
+  return out;
 }
 
 /** What a log entry's key says it is. */
