@@ -1,9 +1,10 @@
 /*
  * homefs_files: many small files written, and many paths' metadata set, in one hand-off to a libuv
  * thread-pool thread, for `homefs pull` (src/transfer/filewriter.ts); and an open and a read that never
- * wait for the disk, for a mounted home's small reads of its upper files (src/inodes/upper.ts). Node's fs API costs one thread-pool
- * round trip per call (open, write, chmod, utimes, close: five per file), or blocks the main thread with
- * the synchronous calls; and it has no way to set a time to the nanosecond (fs.utimes takes a double).
+ * wait for the disk, for a mounted home's small reads of its upper files (src/inodes/upper.ts). Node's fs
+ * API costs one thread-pool round trip per call (open, write, chmod, utimes, close: five per file), or
+ * blocks the main thread with the synchronous calls; and it has no way to set a time to the nanosecond
+ * (fs.utimes takes a double).
  *
  *   writeFiles(paths, datas, meta) -> Promise<Int32Array>
  *       For each i: open(paths[i], O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0600), write datas[i]

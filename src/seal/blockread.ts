@@ -24,16 +24,22 @@ export function sealSlabs(): Slabs {
 }
 
 /**
- * A block's bytes, and what gives their buffer back. Call `release` once nothing reads `data` any more (the
- * block stored, or found): a slab is reused by the next block at once.
+ * A block's bytes and hash, and what gives their buffer back: call `release` once nothing reads `data` any
+ * more (the block stored, or found), and a slab is reused by the next block at once. On a failure the
+ * buffer is given back here.
  */
-export async function readBlock(slabs: Slabs | undefined, length: number, bytes: BlockBytes): Promise<{ data: Buffer; release: () => void }> {
-  if (!slabs || length < SLAB_MIN) return { data: await bytes(), release: () => undefined };
-  const slab = await slabs.take(length);
+export async function readAndHash(
+  slabs: Slabs | undefined,
+  length: number,
+  bytes: BlockBytes,
+  hash: (data: Buffer) => Promise<{ hash: string; data: Buffer }>,
+): Promise<{ hash: string; data: Buffer; release: () => void }> {
+  const slab = slabs && length >= SLAB_MIN ? await slabs.take(length) : undefined;
+  const release = slab?.release ?? ((): void => undefined);
   try {
-    return { data: await bytes(slab.buf), release: slab.release };
+    return { ...(await hash(await bytes(slab?.buf))), release };
   } catch (e) {
-    slab.release();
+    release();
     throw e;
   }
 }

@@ -29,7 +29,7 @@ import { commitSnapshot } from '../format/commit.js';
 import type { Excludes } from '../format/excludes.js';
 import { reverifyReused, type EpochState, type GcFence } from '../format/gcfence.js';
 import { TagCheck } from './tags.js';
-import { readBlock, type BlockBytes } from './blockread.js';
+import { readAndHash, type BlockBytes } from './blockread.js';
 import type { Slabs } from '../util/slabs.js';
 import type { OmissionWalk, Omissions } from './omission.js';
 import { ObjectStore, ReuseLog, SMALL_OBJECT } from '../format/objects.js';
@@ -498,14 +498,7 @@ function sealFile(d: SealDeps, ino: number, t: Tally, walk: Walk): Promise<{ blo
     if (known !== undefined) {
       hash = known; // hashed early, while the file was written (preseal.ts): read again only if it must go up
     } else {
-      try {
-        ({ data, release } = await readBlock(d.slabs, block.length, bytes));
-        if (d.hash) ({ hash, data } = await d.hash(data));
-        else hash = hashBuffer(data);
-      } catch (e) {
-        release();
-        throw e;
-      }
+      ({ hash, data, release } = await readAndHash(d.slabs, block.length, bytes, d.hash ?? (async (b) => ({ hash: hashBuffer(b), data: b }))));
       t.bytesHashed += block.length;
     }
     const started = w.start('block', async () => {

@@ -23,7 +23,7 @@
 import { BLOCK_SIZE, SINGLE_BLOCK_MAX } from '../hash/blake3.js';
 import type { SealBlock } from '../inodes/filestate.js';
 import { SMALL_OBJECT } from '../format/objects.js';
-import { readBlock, type BlockBytes } from './blockread.js';
+import { readAndHash, type BlockBytes } from './blockread.js';
 import type { Slabs } from '../util/slabs.js';
 
 /** Where write-behind's blocks go. */
@@ -289,13 +289,7 @@ export class WriteBehind {
     if (known !== undefined) {
       hash = known;
     } else {
-      try {
-        ({ data, release } = await readBlock(this.deps.slabs, block.length, bytes));
-        ({ hash, data } = await this.deps.hash(data));
-      } catch (e) {
-        release();
-        throw e;
-      }
+      ({ hash, data, release } = await readAndHash(this.deps.slabs, block.length, bytes, (b) => this.deps.hash(b)));
     }
     let up = this.has(hash, epoch) ? Promise.resolve() : this.uploads.get(hash);
     if (!up) {
