@@ -193,12 +193,24 @@ export const defaults = {
     /** A pack whose index is longer is not used by mounts (pull still uses it). */
     maxIndexBytes: 16 * 1024 * 1024,
   },
+  /**
+   * Inode records a mount keeps in memory (~650 bytes of heap each), beyond which unchanged directory loads
+   * are dropped, oldest first (inodes/trim.ts; `homefs mount --max-records`, 0: no limit).
+   */
+  maxRecords: 100_000,
+  /** How that trim runs: loads younger than minAgeMs stay; `scan` loads looked at per run, `delayMs` after it was asked for. */
+  trim: { minAgeMs: 2000, scan: 4096, delayMs: 50 },
   /** `homefs push` and `homefs pull` take `--parallel N` up to this. */
   maxTransferParallelism: 1024,
   /** The block cache (cache/blockcache.ts); each can be overridden by its options. */
   cache: {
     /** Cap of each of the two in-memory LRUs (trees and snapshots; blocks: cache/memorytiers.ts) in bytes (0 disables them). */
     memoryBytes: 64 * 1024 * 1024,
+    /**
+     * The blocks' LRU when the store is on this host's disk (file://): its blocks are in the page cache, and
+     * a `grep -r` through the full-size home's largest repo filled 64 MiB of RSS for nothing.
+     */
+    localBlockMemoryBytes: 16 * 1024 * 1024,
     /** Store GETs in flight at most (foreground reads and prefetch together). */
     fetchParallelism: 96,
     /** Of those, prefetch (namespace walk, readahead, neighbours) uses at most this many (at least 64 for the wake over a real store). */
@@ -207,8 +219,9 @@ export const defaults = {
     neighbourFileBytes: 256 * 1024,
     /** up to this many bytes per directory (0 turns it off). A store on local disk gets it too: a reader's files then no longer wait one by one for the thread pool's open, read and close of each block file. */
     neighbourBudgetBytes: 2 * 1024 * 1024,
-    /** Once two subdirectories of a directory were prefetched so, its whole subtree's small files, up to this. */
+    /** Once two subdirectories of a directory were prefetched so, its whole subtree's small files, up to this (on a store on this host's disk, up to `localSubtreeBudgetBytes`: what is prefetched waits in the blocks' LRU). */
     subtreeBudgetBytes: 32 * 1024 * 1024,
+    localSubtreeBudgetBytes: 12 * 1024 * 1024,
     /** A fetch (waiting for a slot + the GET) that takes longer fails with StoreUnavailableError. */
     fetchTimeoutMs: 30_000,
     /** Prefetch requests queued beyond this are dropped. */

@@ -182,3 +182,27 @@ test('blocks read past the memory budget never push trees out of memory: each ha
     await c.close();
   });
 });
+
+test('over a store on this host, blocks get their own smaller LRU and trees keep the whole budget', async () => {
+  await withTempDir(async (dir) => {
+    class LocalStore extends CountingStore {
+      override get url(): string {
+        return 'file:///nowhere';
+      }
+    }
+    const store = new LocalStore();
+    const c = new BlockCache({ dir: join(dir, ORG), store, org: ORG, maxBytes: 64 * 1024 * 1024, memoryBytes: 100_000, localBlockMemoryBytes: 30_000 });
+    await c.init();
+    const trees = [await addMeta(store, 20_000), await addMeta(store, 20_000), await addMeta(store, 20_000)];
+    const blocks = [await addBlock(store, 20_000), await addBlock(store, 20_000)];
+    for (const m of trees) await c.get('meta', m.hash);
+    for (const b of blocks) await c.get('block', b.hash);
+    // 60,000 bytes of trees fit their 100,000; of the two 20,000-byte blocks only the last fits in 30,000.
+    assert.equal(c.stats().memoryBytes, 80_000);
+    for (const m of trees) await c.get('meta', m.hash);
+    assert.equal(store.getCount(), 5);
+    await c.get('block', (blocks[0] as { hash: string }).hash);
+    assert.equal(store.getCount(), 6, 'the first block left memory (a store on local disk: not copied to the cache directory)');
+    await c.close();
+  });
+});

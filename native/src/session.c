@@ -220,6 +220,7 @@ void hf_session_teardown(hf_session *s, const char *reason, int external, int ex
   if (s->prep) uv_prepare_stop(s->prep);
   hf_idlepoll_stop(s->idle);
   s->idle = NULL;
+  hf_notify_stop(s);
   if (external) fuse_session_exit(s->se);
   if (!exiting) uv_close((uv_handle_t *)s->poll, poll_closed);
   if (!exiting && s->prep) { uv_close((uv_handle_t *)s->prep, poll_closed); s->prep = NULL; }

@@ -72,8 +72,10 @@ export interface BlockCacheOptions {
   org: string;
   /** Cap of the on-disk cache in bytes. */
   maxBytes: number;
-  /** Cap of the in-memory LRU in bytes (0 disables it). Default: config.ts `defaults.cache`. */
+  /** Cap of each in-memory LRU in bytes (0 disables them). Default: config.ts `defaults.cache`. */
   memoryBytes?: number;
+  /** Cap of the blocks' LRU when the store is on this host's disk. Default: config.ts `defaults.cache.localBlockMemoryBytes`. */
+  localBlockMemoryBytes?: number;
   /** Store GETs in flight at most. Default: config.ts. */
   fetchParallelism?: number;
   /** Of those, prefetch uses at most this many (capped at fetchParallelism). Default: config.ts. */
@@ -135,7 +137,8 @@ export class BlockCache {
     this.files = new DiskFiles(opts.dir);
     this.fds = new FdCache(Math.max(1, opts.openFiles ?? defaults.cache.openFiles));
     const memoryBytes = opts.memoryBytes ?? defaults.cache.memoryBytes;
-    this.memory = memoryBytes > 0 ? new MemoryTiers(memoryBytes, (data, k, reason) => this.leftMemory(k, data, reason)) : undefined;
+    const blockBytes = this.localStore ? Math.min(memoryBytes, opts.localBlockMemoryBytes ?? defaults.cache.localBlockMemoryBytes) : memoryBytes;
+    this.memory = memoryBytes > 0 ? new MemoryTiers(memoryBytes, (data, k, reason) => this.leftMemory(k, data, reason), blockBytes) : undefined;
     const parallelism = Math.max(1, opts.fetchParallelism ?? defaults.cache.fetchParallelism);
     const background = Math.min(parallelism, Math.max(1, opts.prefetchParallelism ?? defaults.cache.prefetchParallelism));
     this.queue = new PrefetchQueue({

@@ -4,6 +4,9 @@
  * store and of the namespace pack live in memory only (blockcache.ts `putInMemory`); evicted, each becomes a
  * file of the cache directory, and the next sleep's hot set reads them back one by one (a 64 MiB LRU shared
  * with blocks sent all 26,137 trees of the full-size home to disk during one `grep -r`).
+ *
+ * The block tier may be smaller: a store on this host's disk has its blocks in the kernel's page cache
+ * already, so holding more of them than a reader is about to use only adds to the daemon's RSS.
  */
 import { LRUCache } from 'lru-cache';
 
@@ -11,11 +14,11 @@ export class MemoryTiers {
   private readonly meta: LRUCache<string, Buffer>;
   private readonly blocks: LRUCache<string, Buffer>;
 
-  /** `bytes`: each tier's budget; `dispose` is called for every entry that leaves either. */
-  constructor(bytes: number, dispose: (data: Buffer, key: string, reason: LRUCache.DisposeReason) => void) {
-    const tier = (): LRUCache<string, Buffer> => new LRUCache<string, Buffer>({ maxSize: bytes, sizeCalculation: (b) => Math.max(1, b.length), dispose });
-    this.meta = tier();
-    this.blocks = tier();
+  /** `bytes`: the tree tier's budget, and the block tier's unless `blockBytes`; `dispose` is called for every entry that leaves either. */
+  constructor(bytes: number, dispose: (data: Buffer, key: string, reason: LRUCache.DisposeReason) => void, blockBytes = bytes) {
+    const tier = (max: number): LRUCache<string, Buffer> => new LRUCache<string, Buffer>({ maxSize: Math.max(1, max), sizeCalculation: (b) => Math.max(1, b.length), dispose });
+    this.meta = tier(bytes);
+    this.blocks = tier(blockBytes);
   }
 
   private of(key: string): LRUCache<string, Buffer> {

@@ -42,6 +42,7 @@ interface Options {
   idleSeal?: string;
   parkAfter?: string;
   protectInterval?: string;
+  maxRecords?: string;
   writeBehind?: boolean;
   backgroundWrites?: string;
   leaseTtl?: string;
@@ -66,6 +67,12 @@ function parseMicros(flag: string, v: string): number {
   return n;
 }
 
+function parseCount(flag: string, v: string): number {
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || n > 1e9) throw new UsageError(`invalid ${flag} '${v}': use a whole number (0: no limit)`);
+  return n;
+}
+
 function parseBackgroundWrites(v: string): number {
   const n = Number(v);
   if (!/^\d+$/.test(v) || n > 64) throw new UsageError(`invalid --background-writes '${v}': use 0 to 64 (uploads in flight while requests flow)`);
@@ -87,6 +94,7 @@ function buildConfig(ref: string, mnt: string, o: Options): MountConfig {
     idleSealMs: o.idleSeal ? parseDuration('--idle-seal', o.idleSeal) : defaults.idleSealIntervalMs,
     parkAfterMs: o.parkAfter ? parseDuration('--park-after', o.parkAfter) : defaults.parkAfterMs,
     protectIntervalMs: o.protectInterval !== undefined ? parseDuration('--protect-interval', o.protectInterval) : defaults.protectIntervalMs,
+    maxRecords: o.maxRecords !== undefined ? parseCount('--max-records', o.maxRecords) : defaults.maxRecords,
     writeBehind: o.writeBehind !== false,
     backgroundWrites: o.backgroundWrites !== undefined ? parseBackgroundWrites(o.backgroundWrites) : defaults.backgroundWrites,
     leaseTtlMs: o.leaseTtl ? parseDuration('--lease-ttl', o.leaseTtl) : defaults.leaseTtlMs,
@@ -290,6 +298,7 @@ export function register(program: Command): void {
     .option('--idle-seal <duration>', 'seal a parked home at most this often', '5m')
     .option('--park-after <duration>', 'idle time after which the home is parked', '10s')
     .option('--protect-interval <duration>', 'while active, every change reaches the store within this long, fsync\'d or not (0: off)', '10s')
+    .option('--max-records <n>', 'entries of the home kept in memory at most: beyond, unchanged directories are unloaded and read from their trees again when used (0: no limit)', String(defaults.maxRecords))
     .option('--no-write-behind', 'do not upload quiet changed files in the background (fsync and sleep then upload everything)')
     .option('--background-writes <n>', 'uploads that write-behind and background seals keep in flight while users\' requests flow (0: none until they pause)', String(defaults.backgroundWrites))
     .option('--lease-ttl <duration>', 'lease lifetime without renewal', '30s')

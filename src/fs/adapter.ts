@@ -24,6 +24,7 @@ import { PassthroughOpens } from './passthrough.js';
 import { allLocal } from '../inodes/filestate.js';
 import { CommittedReplies } from './replies.js';
 import { clearedSetidMode } from './setid.js';
+import { defaults } from '../config.js';
 
 export interface AdapterHooks {
   /** Every request: the home is active. */
@@ -36,6 +37,8 @@ export interface AdapterHooks {
   fsync(ino: number, datasync: boolean): Promise<void>;
   statfs(): StatFs;
   readOnly: boolean;
+  /** Inode records kept in memory at most, beyond which unchanged directories are unloaded (inodes/trim.ts); 0 or absent: no limit. */
+  maxRecords?: number;
 }
 
 export class FuseAdapter {
@@ -102,6 +105,15 @@ export class FuseAdapter {
   /** The mounted session; every reply goes through it once the journal batch it depends on committed. */
   set session(s: Session | undefined) {
     this.replies = s ? new CommittedReplies(s, this.view.journal) : undefined;
+    const max = this.hooks.maxRecords ?? 0;
+    if (!s || max <= 0) {
+      this.view.stopTrimming();
+      return;
+    }
+    this.view.startTrimming({ ...defaults.trim, maxRecords: max }, {
+      pinned: (dir) => this.listings.listing(dir),
+      invalidate: (parent, name) => void s.invalEntryLater(parent, name),
+    });
   }
 
   get session(): Session | undefined {

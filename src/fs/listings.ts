@@ -25,6 +25,8 @@ interface Listing {
 
 export class Listings {
   private readonly kept = new Map<number, Listing>();
+  /** Listings kept per directory. */
+  private readonly perDir = new Map<number, number>();
   private nextId = 1;
 
   constructor(private readonly max = 1024) {}
@@ -41,12 +43,27 @@ export class Listings {
       id = this.nextId;
       this.nextId = (this.nextId % (ID_SPAN - 1)) + 1;
       l = { ino, entries: list() };
-      this.kept.delete(id);
+      this.drop(id);
       this.kept.set(id, l);
-      if (this.kept.size > this.max) this.kept.delete(this.kept.keys().next().value as number);
+      this.perDir.set(ino, (this.perDir.get(ino) ?? 0) + 1);
+      if (this.kept.size > this.max) this.drop(this.kept.keys().next().value as number);
     }
     const base = id * POS_SPAN;
-    return { entries: l.entries, pos, cookie: (p) => base + p, done: () => this.kept.delete(id) };
+    return { entries: l.entries, pos, cookie: (p) => base + p, done: () => this.drop(id) };
+  }
+
+  private drop(id: number): void {
+    const l = this.kept.get(id);
+    if (!l) return;
+    this.kept.delete(id);
+    const n = (this.perDir.get(l.ino) ?? 1) - 1;
+    if (n > 0) this.perDir.set(l.ino, n);
+    else this.perDir.delete(l.ino);
+  }
+
+  /** Whether a listing of directory `ino` is kept (a reader may continue it). */
+  listing(ino: number): boolean {
+    return this.perDir.has(ino);
   }
 
   /** Listings kept now (tests). */

@@ -174,7 +174,7 @@ export class MountedHome extends RunningHome {
       const neighbours = new NeighbourPrefetch(journal, blocks, backgroundTrees, {
         maxFileBytes: defaults.cache.neighbourFileBytes,
         budgetBytes: defaults.cache.neighbourBudgetBytes,
-        subtreeBudgetBytes: defaults.cache.subtreeBudgetBytes,
+        subtreeBudgetBytes: remote ? defaults.cache.subtreeBudgetBytes : defaults.cache.localSubtreeBudgetBytes,
       });
       // A cold read of a small file goes to the neighbour prefetch and to the git-index prefetch (set below).
       let git: GitIndexPrefetch | undefined;
@@ -232,6 +232,7 @@ export class MountedHome extends RunningHome {
       fsync: (ino) => this.fsync(ino),
       statfs: () => this.capacity.statfs(),
       readOnly: this.cfg.readOnly,
+      maxRecords: this.cfg.maxRecords ?? defaults.maxRecords,
     }, this.log);
     const ops = adapter.ops();
     this.passthroughAsk = passthroughWanted(this.cfg, (c) => hasCaps(c), this.upper.dir);

@@ -33,6 +33,8 @@ export interface MountConfig {
   excludes: string[];
   /** Continuous protection's interval (home/protect.ts), ms; 0: off; absent: config.ts defaults.protectIntervalMs. */
   protectIntervalMs?: number;
+  /** Inode records kept in memory at most (inodes/trim.ts); 0: no limit; absent: config.ts defaults.maxRecords. */
+  maxRecords?: number;
   /** Upload quiet files' blocks in the background (seal/writebehind.ts); absent: on. */
   writeBehind?: boolean;
   /** Uploads in flight for background work while the foreground is busy; absent: config.ts defaults.backgroundWrites. */

@@ -149,6 +149,7 @@ export abstract class RunningHome extends HomeCommits {
       bytesUploaded: this.bytesUploaded, hotset: { entries: this.hot.entries, touchedBytes: this.hot.touchedBytes, warm: this.hot.warm }, nspack: this.nsPack?.report ?? null, pushpack: this.packReads?.report ?? null,
       preseal: this.preseal ? { hashed: this.preseal.hashed, uploaded: this.preseal.uploaded } : null,
       protection: this.protectionReport(),
+      trim: this.view.trimCounts,
       fuse: { passthrough: this.passthroughState, opens: this.passthroughOpens?.stats ?? null, liveFiles: this.content.live.size },
       metricsUrl: this.hooks.metricsUrl,
     });

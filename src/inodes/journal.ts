@@ -218,6 +218,57 @@ export class Journal {
     return this.loads.record(dir, fn);
   }
 
+  /**
+   * Drops the held load of `dir` from memory: its entries' records and its entry map go, and the directory
+   * reads as unloaded again, as it does on disk, so the next use loads it from its tree once more (with the
+   * same inode numbers: those the tree records, or derived from the same parent and names). Only a load
+   * that nothing stands on can go: 'blocked' when an entry is still in use (`inUse`: the kernel holds it, it
+   * is open) or is a directory whose own entries are in memory (drop those first); 'kept' when it never can
+   * while it is held as it is (hard links, the directory changed since the last seal, being recorded).
+   */
+  dropLoad(dir: number, inUse: (ino: number) => boolean): 'dropped' | 'blocked' | 'kept' | 'none' {
+    const load = this.loads.get(dir);
+    if (!load) return 'none';
+    const d = this.inodes.get(dir);
+    if (this.loads.recording || load.links.size > 0 || !d?.loaded || !d.tree || this.changed.has(dir)) return 'kept';
+    const entries = this.dirs.get(dir);
+    if (!entries) return 'kept';
+    for (const ino of entries.values()) {
+      const r = this.inodes.get(ino);
+      if (!r || r.parents.length !== 1 || r.parents[0] !== dir || this.changed.has(ino) || this.versions.has(ino)) return 'kept';
+      if (r.kind === 'dir' && (r.loaded || (this.dirs.get(ino)?.size ?? 0) > 0 || this.loads.holds(ino))) return 'blocked';
+      if (inUse(ino)) return 'blocked';
+    }
+    for (const ino of entries.values()) {
+      this.inodes.delete(ino);
+      this.dirs.delete(ino);
+    }
+    this.dirs.delete(dir);
+    this.loads.drop(dir);
+    this.inodes.set(dir, { ...d, loaded: false });
+    return 'dropped';
+  }
+
+  /** Marks the held load of `dir` (if any) used now: `oldestLoads` walks it last. */
+  touchLoad(dir: number): void {
+    if (this.loads.size > 0) this.loads.touch(dir);
+  }
+
+  /** Moves the held load of `dir` to the end of `oldestLoads`, keeping when it was last used. */
+  deferLoad(dir: number): void {
+    this.loads.touch(dir, false);
+  }
+
+  /** When the held load of `dir` was last used, undefined when none is held. */
+  loadUsedAt(dir: number): number | undefined {
+    return this.loads.get(dir)?.usedAt;
+  }
+
+  /** Up to `max` held loads, least recently used first: their directories and when each was last used. */
+  oldestLoads(max: number): Array<{ dir: number; usedAt: number }> {
+    return this.loads.oldest(max).map((l) => ({ dir: l.dir, usedAt: l.usedAt }));
+  }
+
   /** Directory loads held in memory only. */
   get heldLoads(): number {
     return this.loads.size;

@@ -24,6 +24,8 @@ export interface HeldLoad {
   readonly dir: number;
   /** Hard-link ids the load registered (link id → ino). */
   readonly links: Map<number, number>;
+  /** When the load was made or its directory last listed (Date.now()), for dropping the oldest first. */
+  usedAt: number;
 }
 
 /**
@@ -52,7 +54,7 @@ export class MemoryLoads {
   /** Runs fn while recording the load of `dir`; loads do not nest. */
   record<T>(dir: number, fn: () => T): T {
     if (this.current) throw new Error('directory loads do not nest');
-    const load = this.held.get(dir) ?? { dir, links: new Map<number, number>() };
+    const load = this.held.get(dir) ?? { dir, links: new Map<number, number>(), usedAt: Date.now() };
     this.held.set(dir, load);
     this.current = load;
     try {
@@ -77,6 +79,38 @@ export class MemoryLoads {
   /** How many directory loads are held (for tests and metrics). */
   get size(): number {
     return this.held.size;
+  }
+
+  /** The held load of `dir`, if any. */
+  get(dir: number): HeldLoad | undefined {
+    return this.held.get(dir);
+  }
+
+  /** Moves the load of `dir` to the end of the order `oldest` walks; `used`: it was used now. */
+  touch(dir: number, used = true): void {
+    const load = this.held.get(dir);
+    if (!load) return;
+    if (used) load.usedAt = Date.now();
+    this.held.delete(dir);
+    this.held.set(dir, load);
+  }
+
+  /** Up to `max` held loads, least recently used first. */
+  oldest(max: number): HeldLoad[] {
+    const out: HeldLoad[] = [];
+    for (const load of this.held.values()) {
+      if (out.length >= max) break;
+      out.push(load);
+    }
+    return out;
+  }
+
+  /** Forgets a held load that registered no hard-link ids (its directory is then unloaded again: Journal.dropLoad). */
+  drop(dir: number): void {
+    const load = this.held.get(dir);
+    if (!load) return;
+    if (load.links.size > 0) throw new Error(`the load of ${dir} registered hard-link ids: it cannot be dropped`);
+    this.held.delete(dir);
   }
 
   /** Whether the load of directory `dir` is held (on disk the directory still reads as unloaded). */

@@ -13,6 +13,7 @@ import { E, fsErr, nowNs } from './errors.js';
 import { cleanContent, emptyContent } from './filestate.js';
 import { childKey, type Journal } from './journal.js';
 import { ROOT_INO, type Inode } from './types.js';
+import { LoadTrimmer, type TrimHooks, type TrimOptions } from './trim.js';
 
 export interface TreeSource {
   getTree(hash: string): Promise<Tree>;
@@ -55,7 +56,27 @@ export class HomeView {
   /** Called after each lookup that found its child (the git-index prefetch watches for `.git/index`). */
   onLookup: ((parent: number, name: string, node: Inode) => void) | undefined;
 
+  /** Keeps the records in memory under a budget, once started (trim.ts). */
+  private trimmer: LoadTrimmer | undefined;
+
   constructor(readonly journal: Journal, private readonly trees: TreeSource) {}
+
+  /** Keeps the records in memory under `opts.maxRecords` from now on; the hooks say what the FUSE layer holds. */
+  startTrimming(opts: TrimOptions, hooks: Omit<TrimHooks, 'inUse'>): LoadTrimmer {
+    this.trimmer?.close();
+    this.trimmer = new LoadTrimmer(this.journal, opts, { ...hooks, inUse: (ino) => this.lookups.has(ino) || this.opens.has(ino) });
+    return this.trimmer;
+  }
+
+  stopTrimming(): void {
+    this.trimmer?.close();
+    this.trimmer = undefined;
+  }
+
+  /** Loads dropped and names invalidated to stay under the budget (status). */
+  get trimCounts(): { dropped: number; invalidations: number } {
+    return { dropped: this.trimmer?.dropped ?? 0, invalidations: this.trimmer?.invalidations ?? 0 };
+  }
 
   /** Creates the root inode on a fresh journal: the base snapshot's root tree, or an empty directory. */
   initRoot(rootTree: string | null, rootEntry: Partial<Inode>, uid: number, gid: number): void {
@@ -128,12 +149,14 @@ export class HomeView {
       this.journal.update(d.ino, { loaded: true, nlink: 2 + subdirs });
     });
     if (subtrees.length > 0) this.trees.prefetchTrees(subtrees);
+    this.trimmer?.soon();
   }
 
   // ---- kernel references ---------------------------------------------------------------------------
 
   ref(ino: number, n = 1): void {
     this.lookups.set(ino, (this.lookups.get(ino) ?? 0) + n);
+    this.trimmer?.referenced(ino);
   }
 
   forget(ino: number, n: number): void {
@@ -142,6 +165,7 @@ export class HomeView {
     else {
       this.lookups.delete(ino);
       this.maybeReclaim(ino);
+      this.trimmer?.soon();
     }
   }
 
@@ -183,6 +207,7 @@ export class HomeView {
   /** Sorted directory listing (name, inode), without "." and "..". */
   list(parent: number): Array<[string, Inode]> {
     this.dir(parent);
+    this.journal.touchLoad(parent);
     const out: Array<[string, Inode]> = [];
     for (const [name, ino] of this.journal.children(parent)) {
       const i = this.journal.get(ino);

@@ -1,0 +1,139 @@
+/**
+ * Keeps the inode records a mount holds in memory under a budget, whatever the size of the home.
+ *
+ * Every entry of a directory loaded from its tree is a record in memory (~650 bytes of heap), and a `find`
+ * over the full-size home loads all 220,601 of them. A directory load that nothing has changed only repeats
+ * its tree, so it can be dropped and made again later (journal.ts `dropLoad`). Over the budget, the oldest
+ * loads go first (by when they were made or their directory last listed), with two rules:
+ *
+ * - **Bottom up.** A load whose entries include a loaded directory waits for that directory's own load to
+ *   go; when a load goes, its parent's load is tried at once.
+ * - **Not what the kernel holds.** The kernel may ask about any entry it was told of until it forgets it,
+ *   and after a `find` it remembers every one. So a load blocked by an entry still in use asks the kernel
+ *   to drop the directory's name (a dentry invalidation, sent from the binding's own thread:
+ *   `invalEntryLater`). The kernel then drops that subtree's unused dentries and sends FORGETs, after which
+ *   the loads inside it can go. A directory is asked about once, until the kernel looks it up again.
+ *
+ * Loads younger than `minAgeMs` stay (a request between two awaits may still count on one), and so do the
+ * loads of directories being listed (`pinned`: a reader's listing refers to their entries' records).
+ * Trimming runs on a timer while over budget, a bounded number of loads at a time, and stops at 90 % of the
+ * budget so that it does not run at every new load.
+ */
+import { ROOT_INO } from './types.js';
+import type { Journal } from './journal.js';
+
+/** Directories remembered as asked about, at most. */
+const MAX_INVALIDATED = 65_536;
+
+export interface TrimOptions {
+  /** Records in memory above which loads are dropped (0: never). */
+  maxRecords: number;
+  /** A load used more recently than this is never dropped. */
+  minAgeMs: number;
+  /** Loads looked at per run. */
+  scan: number;
+  /** A run starts this long after it was asked for. */
+  delayMs: number;
+}
+
+export interface TrimHooks {
+  /** The kernel holds the inode, or it is open. */
+  inUse(ino: number): boolean;
+  /** A reader is in the middle of listing the directory. */
+  pinned(dir: number): boolean;
+  /** Asks the kernel to drop the name `name` of `parent` (and what it holds below it). */
+  invalidate(parent: number, name: string): void;
+}
+
+export class LoadTrimmer {
+  private timer: NodeJS.Timeout | undefined;
+  /** Directories whose name the kernel was asked to drop, until it looks one up again. */
+  private readonly invalidated = new Set<number>();
+  /** Loads dropped and names invalidated so far (status). */
+  dropped = 0;
+  invalidations = 0;
+
+  constructor(private readonly journal: Journal, private readonly opts: TrimOptions, private readonly hooks: TrimHooks) {}
+
+  private get over(): boolean {
+    return this.opts.maxRecords > 0 && this.journal.memoryCounts().records > this.opts.maxRecords;
+  }
+
+  /** The kernel was told of `ino` (again): a later invalidation of it means something once more. */
+  referenced(ino: number): void {
+    if (this.invalidated.size > 0) this.invalidated.delete(ino);
+  }
+
+  /** Runs a trim soon if the records are over budget. */
+  soon(): void {
+    if (this.timer || !this.over) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.trim();
+    }, this.opts.delayMs);
+    this.timer.unref();
+  }
+
+  /** One run: drops the oldest loads that can go, until 90 % of the budget or `scan` loads were looked at. */
+  trim(now = Date.now()): void {
+    if (!this.over) return;
+    const target = Math.floor(this.opts.maxRecords * 0.9);
+    for (const { dir, usedAt } of this.journal.oldestLoads(this.opts.scan)) {
+      if (this.journal.memoryCounts().records <= target) return;
+      if (now - usedAt < this.opts.minAgeMs) continue;
+      if (this.hooks.pinned(dir)) {
+        this.journal.deferLoad(dir);
+        continue;
+      }
+      const r = this.journal.dropLoad(dir, this.hooks.inUse);
+      if (r === 'dropped') {
+        this.dropped++;
+        this.upFrom(dir, now);
+      } else {
+        if (r === 'blocked') this.invalidate(dir);
+        this.journal.deferLoad(dir); // looked at again after the others
+      }
+    }
+    this.soon();
+  }
+
+  /** After the load of `dir` went: its parent's load, and so on up, while each can go. */
+  private upFrom(dir: number, now: number): void {
+    let child = dir;
+    for (;;) {
+      const parent = this.journal.get(child)?.parents[0];
+      if (parent === undefined || this.hooks.pinned(parent)) return;
+      const usedAt = this.journal.loadUsedAt(parent);
+      if (usedAt === undefined || now - usedAt < this.opts.minAgeMs) return;
+      if (this.journal.dropLoad(parent, this.hooks.inUse) !== 'dropped') return;
+      this.dropped++;
+      child = parent;
+    }
+  }
+
+  /** Asks the kernel to drop `dir`'s name in its parent (for the root: the names of its entries it holds). */
+  private invalidate(dir: number): void {
+    if (dir === ROOT_INO) {
+      for (const [name, ino] of this.journal.children(ROOT_INO)) if (this.hooks.inUse(ino)) this.ask(ROOT_INO, name, ino);
+      return;
+    }
+    const parent = this.journal.get(dir)?.parents[0];
+    if (parent === undefined) return;
+    for (const [name, ino] of this.journal.children(parent)) {
+      if (ino === dir) return this.ask(parent, name, dir);
+    }
+  }
+
+  private ask(parent: number, name: string, ino: number): void {
+    if (this.invalidated.has(ino)) return;
+    if (this.invalidated.size >= MAX_INVALIDATED) this.invalidated.clear(); // at worst, a name is asked about twice
+    this.invalidated.add(ino);
+    this.invalidations++;
+    this.hooks.invalidate(parent, name);
+  }
+
+  close(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
