@@ -197,9 +197,9 @@ export const defaults = {
    * Inode records a mount keeps in memory (~650 bytes of heap each), beyond which unchanged directory loads
    * are dropped, oldest first (inodes/trim.ts; `homefs mount --max-records`, 0: no limit).
    */
-  maxRecords: 100_000,
+  maxRecords: 65_536,
   /** How that trim runs: loads younger than minAgeMs stay; `scan` loads looked at per run, `delayMs` after it was asked for. */
-  trim: { minAgeMs: 2000, scan: 4096, delayMs: 50 },
+  trim: { minAgeMs: 1000, scan: 4096, delayMs: 50 },
   /** `homefs push` and `homefs pull` take `--parallel N` up to this. */
   maxTransferParallelism: 1024,
   /** The block cache (cache/blockcache.ts); each can be overridden by its options. */

@@ -43,6 +43,11 @@ class HomefsEnv:
         mode = os.environ.get('HOMEFS_FSTESTS_PASSTHROUGH')
         if mode and args and args[0] == 'mount' and '--fuse-passthrough' not in args:
             args = (*args, '--fuse-passthrough', mode)
+        # fstests/run --max-records N: every mount keeps at most N records in memory (a small N drops and
+        # reloads directories all through the suite).
+        records = os.environ.get('HOMEFS_FSTESTS_MAX_RECORDS')
+        if records and args and args[0] == 'mount' and '--max-records' not in args:
+            args = (*args, '--max-records', records)
         full_env = dict(os.environ)
         if env:
             full_env.update(env)

@@ -18,8 +18,12 @@ import { defaults } from '../config.js';
 import { decodeHotSet, encodeHotSet, fetchPackSlices, packLayout, packRanges, type HotEntry, type HotKind, type HotSetRecord, type PackSlice } from '../transfer/hotset.js';
 import { hotsetKey, wakePackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
+import { PartedPut } from '../store/parted.js';
 import { FormatError, NotFoundError, errorMessage } from '../util/errors.js';
 import { backgroundSlicer } from '../util/slicer.js';
+
+/** The wake pack goes up in parts of this size (the memory a sleep holds for it). */
+const PACK_PART_BYTES = 8 * 1024 * 1024;
 
 /** The part of the block cache the hot set uses (BlockCache's public API). */
 export interface HotCache {
@@ -119,30 +123,30 @@ export class HotSet {
     const entries = [...this.seen.values()].map((e) => ({ ...e, size: e.size || (this.cache.size(e.kind, e.hash) ?? 0), packed: false }));
     let packBytes = 0;
     if (withPack) {
-      // The pack is filled in place: holding the objects read and then a copy of them all doubled the
-      // daemon's memory at sleep by up to the pack's budget.
-      const picked: typeof entries = [];
-      let room = 0;
-      for (const e of entries) {
-        if (e.size === 0 || e.size > this.opts.packObjectMax || room + e.size > this.opts.packBytes) continue;
-        if (!this.cache.has(e.kind, e.hash)) continue; // never fetch at sleep just to pack
-        picked.push(e);
-        room += e.size;
-      }
-      const pack = Buffer.allocUnsafe(room);
-      for (const e of picked) {
-        let data: Buffer;
-        try {
-          data = await this.cache.get(e.kind, e.hash);
-        } catch {
-          continue;
+      // The pack goes up a part at a time as its objects are read (store/parted.ts): holding it whole added up
+      // to its budget to the daemon's peak memory at every sleep.
+      const out = new PartedPut(this.store, wakePackKey(this.org, this.home), PACK_PART_BYTES);
+      try {
+        for (const e of entries) {
+          if (e.size === 0 || e.size > this.opts.packObjectMax || packBytes + e.size > this.opts.packBytes) continue;
+          if (!this.cache.has(e.kind, e.hash)) continue; // never fetch at sleep just to pack
+          let data: Buffer;
+          try {
+            data = await this.cache.get(e.kind, e.hash);
+          } catch {
+            continue;
+          }
+          if (data.length !== e.size) continue;
+          await out.write(data);
+          e.packed = true;
+          packBytes += e.size;
         }
-        if (data.length !== e.size) continue;
-        data.copy(pack, packBytes);
-        e.packed = true;
-        packBytes += e.size;
+        if (packBytes > 0) await out.finish();
+        else await out.abort();
+      } catch (err) {
+        await out.abort();
+        throw err;
       }
-      if (packBytes > 0) await this.store.put(wakePackKey(this.org, this.home), pack.subarray(0, packBytes));
     }
     await this.store.put(hotsetKey(this.org, this.home), encodeHotSet({ snapshot, packBytes, entries }));
     this.packSaved = withPack;

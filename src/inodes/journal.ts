@@ -227,18 +227,45 @@ export class Journal {
    * while it is held as it is (hard links, the directory changed since the last seal, being recorded).
    */
   dropLoad(dir: number, inUse: (ino: number) => boolean): 'dropped' | 'blocked' | 'kept' | 'none' {
+    const state = this.heldState(dir);
+    if (state === 'none' || state === 'kept') return state;
+    for (const ino of this.heldEntries(dir)) {
+      const b = this.entryBlocks(dir, ino, inUse);
+      if (b === 'kept') return 'kept';
+      if (b) return 'blocked';
+    }
+    this.dropHeldLoad(dir);
+    return 'dropped';
+  }
+
+  /** Whether `dir` has a held load that may go (its number of entries), none, or one that cannot go as it is ('kept'). */
+  heldState(dir: number): number | 'none' | 'kept' {
     const load = this.loads.get(dir);
     if (!load) return 'none';
     const d = this.inodes.get(dir);
-    if (this.loads.recording || load.links.size > 0 || !d?.loaded || !d.tree || this.changed.has(dir)) return 'kept';
     const entries = this.dirs.get(dir);
-    if (!entries) return 'kept';
-    for (const ino of entries.values()) {
-      const r = this.inodes.get(ino);
-      if (!r || r.parents.length !== 1 || r.parents[0] !== dir || this.changed.has(ino) || this.versions.has(ino)) return 'kept';
-      if (r.kind === 'dir' && (r.loaded || (this.dirs.get(ino)?.size ?? 0) > 0 || this.loads.holds(ino))) return 'blocked';
-      if (inUse(ino)) return 'blocked';
-    }
+    if (this.loads.recording || load.links.size > 0 || !d?.loaded || !d.tree || this.changed.has(dir) || !entries) return 'kept';
+    return entries.size;
+  }
+
+  /** The entries (inode numbers) of directory `dir`, a copy. */
+  heldEntries(dir: number): number[] {
+    return [...(this.dirs.get(dir)?.values() ?? [])];
+  }
+
+  /** Whether entry `ino` keeps the held load of `dir`: true (for now), 'kept' (while the load is held as it is), false. */
+  entryBlocks(dir: number, ino: number, inUse: (ino: number) => boolean): boolean | 'kept' {
+    const r = this.inodes.get(ino);
+    if (!r || r.parents.length !== 1 || r.parents[0] !== dir || this.changed.has(ino) || this.versions.has(ino)) return 'kept';
+    if (r.kind === 'dir' && (r.loaded || (this.dirs.get(ino)?.size ?? 0) > 0 || this.loads.holds(ino))) return true;
+    return inUse(ino);
+  }
+
+  /** Drops the held load of `dir`, whose every entry `entryBlocks` just found free (see `dropLoad`). */
+  dropHeldLoad(dir: number): void {
+    const d = this.inodes.get(dir);
+    const entries = this.dirs.get(dir);
+    if (!d || !entries) throw new Error(`no held load of ${dir} to drop`);
     for (const ino of entries.values()) {
       this.inodes.delete(ino);
       this.dirs.delete(ino);
@@ -246,7 +273,6 @@ export class Journal {
     this.dirs.delete(dir);
     this.loads.drop(dir);
     this.inodes.set(dir, { ...d, loaded: false });
-    return 'dropped';
   }
 
   /** Marks the held load of `dir` (if any) used now: `oldestLoads` walks it last. */

@@ -47,6 +47,14 @@ export interface TrimHooks {
 
 export class LoadTrimmer {
   private timer: NodeJS.Timeout | undefined;
+  /**
+   * Per held load that could not go: its entries and where the scan stopped (the entry that blocked it). The
+   * next try goes on from there, and the load goes once one try has found every entry free in a row: a large
+   * directory whose subdirectories go one by one is not scanned from its start after each.
+   */
+  private readonly cursors = new Map<number, { inos: number[]; pos: number }>();
+  /** Names of directories found in their parents (a large parent is not scanned once per subdirectory). */
+  private readonly names = new Map<number, string>();
   /** Directories whose name the kernel was asked to drop, until it looks one up again. */
   private readonly invalidated = new Set<number>();
   /** Loads dropped and names invalidated so far (status). */
@@ -85,9 +93,8 @@ export class LoadTrimmer {
         this.journal.deferLoad(dir);
         continue;
       }
-      const r = this.journal.dropLoad(dir, this.hooks.inUse);
+      const r = this.drop(dir);
       if (r === 'dropped') {
-        this.dropped++;
         this.upFrom(dir, now);
       } else {
         if (r === 'blocked') this.invalidate(dir);
@@ -105,10 +112,35 @@ export class LoadTrimmer {
       if (parent === undefined || this.hooks.pinned(parent)) return;
       const usedAt = this.journal.loadUsedAt(parent);
       if (usedAt === undefined || now - usedAt < this.opts.minAgeMs) return;
-      if (this.journal.dropLoad(parent, this.hooks.inUse) !== 'dropped') return;
-      this.dropped++;
+      if (this.drop(parent) !== 'dropped') return;
       child = parent;
     }
+  }
+
+  private drop(dir: number): ReturnType<Journal['dropLoad']> {
+    const state = this.journal.heldState(dir);
+    if (state === 'none' || state === 'kept') {
+      this.cursors.delete(dir);
+      return state;
+    }
+    let c = this.cursors.get(dir);
+    if (c?.inos.length !== state) c = { inos: this.journal.heldEntries(dir), pos: 0 };
+    const n = c.inos.length;
+    for (let free = 0; free < n; free++, c.pos = (c.pos + 1) % n) {
+      const b = this.journal.entryBlocks(dir, c.inos[c.pos] as number, this.hooks.inUse);
+      if (b === 'kept') {
+        this.cursors.delete(dir);
+        return 'kept';
+      }
+      if (b) {
+        this.cursors.set(dir, c);
+        return 'blocked';
+      }
+    }
+    this.cursors.delete(dir);
+    this.journal.dropHeldLoad(dir);
+    this.dropped++;
+    return 'dropped';
   }
 
   /** Asks the kernel to drop `dir`'s name in its parent (for the root: the names of its entries it holds). */
@@ -119,9 +151,22 @@ export class LoadTrimmer {
     }
     const parent = this.journal.get(dir)?.parents[0];
     if (parent === undefined) return;
+    const name = this.nameIn(parent, dir);
+    if (name !== undefined) this.ask(parent, name, dir);
+  }
+
+  /** The name of `dir` in `parent`: remembered (checked, since a rename may have changed it), else found. */
+  private nameIn(parent: number, dir: number): string | undefined {
+    const known = this.names.get(dir);
+    if (known !== undefined && this.journal.child(parent, known) === dir) return known;
+    // One scan remembers every subdirectory's name: they are asked about one after another.
+    if (this.names.size >= MAX_INVALIDATED) this.names.clear();
+    let found: string | undefined;
     for (const [name, ino] of this.journal.children(parent)) {
-      if (ino === dir) return this.ask(parent, name, dir);
+      if (ino === dir) found = name;
+      if (this.journal.get(ino)?.kind === 'dir') this.names.set(ino, name);
     }
+    return found;
   }
 
   private ask(parent: number, name: string, ino: number): void {

@@ -198,6 +198,7 @@ export class HomeView {
   lookup(parent: number, name: string): Inode | undefined {
     this.dir(parent);
     if (Buffer.byteLength(name) > NAME_MAX) throw fsErr(E.ENAMETOOLONG);
+    this.journal.touchLoad(parent); // a directory being walked keeps its load (trim.ts drops the least recently used)
     const ino = this.journal.child(parent, name);
     const node = ino === undefined ? undefined : this.journal.get(ino);
     if (node && this.onLookup) this.onLookup(parent, name, node);

@@ -13,7 +13,8 @@ import { NotFoundError, StoreUnavailableError, UserError, errorMessage } from '.
 import { ExitCode } from '../util/exit-codes.js';
 import { makeDirs } from '../util/mkdirs.js';
 import { mapLimit } from '../util/concurrency.js';
-import type { ObjectInfo, Store } from './store.js';
+import type { ObjectInfo, Store, Uploads } from './store.js';
+import { fileUploads } from './file-uploads.js';
 
 const KEY = /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/;
 
@@ -33,9 +34,12 @@ export function checkRange(offset: number, length: number): void {
 
 export class FileStore implements Store {
   readonly url: string;
+  /** Objects written a part at a time (file-uploads.ts). */
+  readonly uploads: Uploads;
 
   constructor(readonly root: string, private readonly parallelism = 32) {
     this.url = `file://${root}`;
+    this.uploads = fileUploads({ root, path: (k) => this.path(k), writeTemp: (d, b) => this.writeTemp(d, b), syncDir: (d) => this.syncDir(d) });
   }
 
   /**
