@@ -464,10 +464,18 @@ export class FuseAdapter {
     }
     if (pos >= entries.length + 2) done();
     if (plus) {
-      const packed = this.s.dirPlus(req, size, slice.map(({ name, node, off }) => ({ name, entry: entryOf(node, this.t), off })));
+      // Over the records' budget (inodes/trim.ts), entries other than directories go out without a node id:
+      // the kernel lists them and makes no inode for them (a later stat looks them up), so it holds nothing
+      // that keeps their directory's load in memory.
+      const sparing = this.view.overBudget;
+      const handed = (name: string, node: Inode): boolean => name !== '.' && name !== '..' && !(sparing && node.kind !== 'dir');
+      const packed = this.s.dirPlus(req, size, slice.map(({ name, node, off }) => {
+        const entry = entryOf(node, this.t);
+        return { name, entry: name === '.' || name === '..' || handed(name, node) ? entry : { ...entry, ino: 0, generation: 0 }, off };
+      }));
       for (let i = 0; i < packed; i++) {
         const { name, node } = slice[i] as { name: string; node: Inode };
-        if (name !== '.' && name !== '..') this.view.ref(node.ino);
+        if (handed(name, node)) this.view.ref(node.ino);
       }
     } else {
       this.s.dir(req, size, slice.map(({ name, node, off }) => ({ name, ino: node.ino, mode: attrOf(node).mode, off })));

@@ -63,7 +63,8 @@ export class LoadTrimmer {
 
   constructor(private readonly journal: Journal, private readonly opts: TrimOptions, private readonly hooks: TrimHooks) {}
 
-  private get over(): boolean {
+  /** More records are in memory than the budget allows. */
+  get over(): boolean {
     return this.opts.maxRecords > 0 && this.journal.memoryCounts().records > this.opts.maxRecords;
   }
 

@@ -73,6 +73,11 @@ export class HomeView {
     this.trimmer = undefined;
   }
 
+  /** More records are in memory than the budget allows: the kernel is told of new entries sparingly. */
+  get overBudget(): boolean {
+    return this.trimmer?.over ?? false;
+  }
+
   /** Loads dropped and names invalidated to stay under the budget (status). */
   get trimCounts(): { dropped: number; invalidations: number } {
     return { dropped: this.trimmer?.dropped ?? 0, invalidations: this.trimmer?.invalidations ?? 0 };
