@@ -6,8 +6,9 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { TestHome, shOk } from './support/homefs-mount.js';
+import { TestHome, sh, shOk } from './support/homefs-mount.js';
 
 let h: TestHome;
 const BUDGET = 60;
@@ -51,6 +52,18 @@ const sums = (dir: string): Promise<string> => shOk(`cd ${dir} && find . -type f
 
 test('records stay under --max-records; the kernel lets go; everything reads back the same, with the same numbers', async () => {
   const mnt = await h.mount({ host: 'a', mnt: h.mountpoint('a'), extra: ['--max-records', String(BUDGET)] });
+  // A process working in a directory whose entries the kernel holds: its name must stay (getcwd works).
+  const go = path.join(h.root, 'go');
+  const worker = sh(`cd ${mnt}/d05/sub && cat * > /dev/null && python3 - <<'PY'
+import os, time
+failed = 0
+while not os.path.exists('${go}'):
+    try: os.getcwd()
+    except OSError: failed += 1
+    time.sleep(0.02)
+print(failed, os.getcwd())
+PY`, { timeoutMs: 90_000 });
+  await new Promise((r) => setTimeout(r, 500));
   assert.equal(await listing(mnt), await listing(`${h.root}/src`));
   const inos = await shOk(`cd ${mnt} && find . -printf '%i %p\\n' | sort -k2`);
   const m = await underBudget(mnt);
@@ -58,6 +71,10 @@ test('records stay under --max-records; the kernel lets go; everything reads bac
   assert.ok(m.loadsDropped > 0 && m.invalidations > 0, JSON.stringify(m));
   assert.equal(await sums(mnt), await sums(`${h.root}/src`));
   assert.equal(await shOk(`cd ${mnt} && find . -printf '%i %p\\n' | sort -k2`), inos, 'inode numbers survive a drop and a reload');
+  writeFileSync(go, '');
+  const w = await worker;
+  assert.equal(w.code, 0, w.stderr);
+  assert.equal(w.stdout.trim(), `0 ${mnt}/d05/sub`, 'getcwd failed that many times while the trim ran');
   await h.sleep(mnt);
 });
 

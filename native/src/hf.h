@@ -97,8 +97,8 @@ static inline void hf_cpu_relax(void) {
 
 /* notify.c: dentry invalidations from a thread of their own. */
 typedef struct hf_notifier hf_notifier;
+int hf_notify_enqueue(hf_session *s, uint64_t parent, const char *name, size_t len);
 void hf_notify_stop(hf_session *s);
-napi_value hf_inval_entry_later(napi_env env, napi_callback_info info);
 
 /* idlepoll.c: threads that keep the other CPUs from halting while requests flow (window 0 or one CPU: NULL). */
 hf_idlepoll *hf_idlepoll_start(uint64_t window_ns);

@@ -1,5 +1,5 @@
 /*
- * Dentry invalidations sent from a thread of their own: invalEntryLater(session, parent, name).
+ * Dentry invalidations sent from a thread of their own: invalEntry(session, parent, name, true).
  *
  * The kernel takes the parent directory's lock to act on an invalidation, and a request in flight on that
  * directory may hold it while it waits for our reply. From the main thread that is a deadlock; from this
@@ -76,7 +76,7 @@ static void *run(void *arg) {
 }
 
 /* Queues one invalidation; starts the thread on first use. Returns 0, or -ENOSPC when the queue is full. */
-static int enqueue(hf_session *s, uint64_t parent, const char *name, size_t len) {
+int hf_notify_enqueue(hf_session *s, uint64_t parent, const char *name, size_t len) {
   hf_notifier *n = s->notifier;
   if (!n) {
     n = calloc(1, sizeof(*n));
@@ -116,18 +116,4 @@ void hf_notify_stop(hf_session *s) {
   n->stop = 1;
   pthread_cond_signal(&n->cv);
   pthread_mutex_unlock(&n->mu);
-}
-
-/* invalEntryLater(session, parent, name) -> 0 | -errno (queued, not sent yet) */
-napi_value hf_inval_entry_later(napi_env env, napi_callback_info info) {
-  size_t argc = 3; napi_value argv[3]; napi_value r;
-  HF_CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  hf_session *s = hf_get_session(env, argv[0]);
-  int res = -ENOTCONN;
-  char name[1024]; size_t len = 0;
-  if (s && s->state == S_MOUNTED && napi_get_value_string_utf8(env, argv[2], name, sizeof(name), &len) == napi_ok) {
-    double parent = 0; napi_get_value_double(env, argv[1], &parent);
-    res = enqueue(s, (uint64_t)parent, name, len);
-  }
-  napi_create_int32(env, res, &r); return r;
 }

@@ -20,6 +20,7 @@ import { Xattrs } from '../inodes/xattrs.js';
 import { CorruptObjectError, FormatError, NotFoundError, StoreUnavailableError } from '../util/errors.js';
 import { attrOf, entryOf, kindOfMode, toNs, type Timeouts } from './attr.js';
 import { Listings } from './listings.js';
+import { ProcessDirs } from './cwds.js';
 import { PassthroughOpens } from './passthrough.js';
 import { allLocal } from '../inodes/filestate.js';
 import { CommittedReplies } from './replies.js';
@@ -110,9 +111,11 @@ export class FuseAdapter {
       this.view.stopTrimming();
       return;
     }
+    const standing = new ProcessDirs(s.mountpoint, (names) => this.view.dirsAlong(names));
     this.view.startTrimming({ ...defaults.trim, maxRecords: max }, {
       pinned: (dir) => this.listings.listing(dir),
       invalidate: (parent, name) => void s.invalEntryLater(parent, name),
+      standing: () => standing.current(),
     });
   }
 

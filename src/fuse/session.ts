@@ -127,7 +127,7 @@ export class FuseSession implements Session {
     return this.closed || !this.handle ? -107 : this.addon.invalEntry(this.handle, parent, name);
   }
   invalEntryLater(parent: number, name: string): number {
-    return this.closed || !this.handle ? -107 : this.addon.invalEntryLater(this.handle, parent, name);
+    return this.closed || !this.handle ? -107 : this.addon.invalEntry(this.handle, parent, name, true);
   }
 
   backingOpen(fd: number): number { return this.handle ? this.addon.backingOpen(this.handle, fd) : -107; }

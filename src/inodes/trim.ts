@@ -43,6 +43,11 @@ export interface TrimHooks {
   pinned(dir: number): boolean;
   /** Asks the kernel to drop the name `name` of `parent` (and what it holds below it). */
   invalidate(parent: number, name: string): void;
+  /**
+   * Directories processes stand in or below (fs/cwds.ts), whose names must stay: undefined while not known,
+   * and then no directory's name is dropped.
+   */
+  standing(): ReadonlySet<number> | undefined;
 }
 
 export class LoadTrimmer {
@@ -144,14 +149,19 @@ export class LoadTrimmer {
     return 'dropped';
   }
 
-  /** Asks the kernel to drop `dir`'s name in its parent (for the root: the names of its entries it holds). */
+  /**
+   * Asks the kernel to drop `dir`'s name in its parent (for the root: the names of its entries it holds),
+   * unless a process stands in it or below it (a directory's name is never dropped while that is not known).
+   */
   private invalidate(dir: number): void {
+    const standing = this.hooks.standing();
+    const may = (ino: number): boolean => standing !== undefined ? !standing.has(ino) : this.journal.get(ino)?.kind !== 'dir';
     if (dir === ROOT_INO) {
-      for (const [name, ino] of this.journal.children(ROOT_INO)) if (this.hooks.inUse(ino)) this.ask(ROOT_INO, name, ino);
+      for (const [name, ino] of this.journal.children(ROOT_INO)) if (this.hooks.inUse(ino) && may(ino)) this.ask(ROOT_INO, name, ino);
       return;
     }
     const parent = this.journal.get(dir)?.parents[0];
-    if (parent === undefined) return;
+    if (parent === undefined || !may(dir)) return;
     const name = this.nameIn(parent, dir);
     if (name !== undefined) this.ask(parent, name, dir);
   }

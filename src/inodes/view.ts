@@ -210,6 +210,19 @@ export class HomeView {
     return node;
   }
 
+  /** The root and the directories along `names` below it, as far as loaded records reach (no loading). */
+  dirsAlong(names: readonly string[]): number[] {
+    const out = [ROOT_INO];
+    let at = ROOT_INO;
+    for (const name of names) {
+      const ino = this.journal.get(at)?.loaded ? this.journal.child(at, name) : undefined;
+      if (ino === undefined || this.journal.get(ino)?.kind !== 'dir') break;
+      out.push(ino);
+      at = ino;
+    }
+    return out;
+  }
+
   /** Sorted directory listing (name, inode), without "." and "..". */
   list(parent: number): Array<[string, Inode]> {
     this.dir(parent);
