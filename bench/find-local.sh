@@ -9,7 +9,8 @@
 # Mounts from new state and cache directories named after RUN, times `find | wc -l` cold and warm with
 # the daemon's CPU time, then `grep -r` through GREP_DIR (default projects/app/src: the sources of one repo, as the resume of bench/run greps), prints what its
 # cache directory holds, sleeps the mount, and prints the daemon's peak RSS through all of it (VmHWM, read
-# until the daemon exits; SEMI=N runs the daemon with V8's --max-semi-space-size=N instead of bin/homefs's own); then removes the home's hot-set record and wake pack (forget-hints), so the
+# until the daemon exits; SEMI=N runs the daemon with V8's --max-semi-space-size=N instead of bin/homefs's own
+# flags; MOUNT_ARGS adds mount flags, e.g. MOUNT_ARGS='--max-records 0'); then removes the home's hot-set record and wake pack (forget-hints), so the
 # next run is as cold.
 set -u
 export PATH=/usr/local/bin:$PATH
@@ -21,7 +22,7 @@ N=$1
 M=$WORK/mnt; mkdir -p $M
 sync; echo 3 > /proc/sys/vm/drop_caches
 t0=$(date +%s.%N)
-${PROFILE:+env NODE_OPTIONS=--cpu-prof\ --cpu-prof-dir=$PROFILE} ${SEMI:+node --max-semi-space-size=$SEMI} bin/homefs mount $HOME_REF $M --store file://$STORE --state-dir $WORK/state-$N --cache-dir $WORK/cache-$N >$WORK/mount-$N.out 2>&1 || { echo mount failed; cat $WORK/mount-$N.out; exit 1; }
+${PROFILE:+env NODE_OPTIONS=--cpu-prof\ --cpu-prof-dir=$PROFILE} ${SEMI:+node --max-semi-space-size=$SEMI} bin/homefs mount $HOME_REF $M --store file://$STORE --state-dir $WORK/state-$N --cache-dir $WORK/cache-$N ${MOUNT_ARGS:-} >$WORK/mount-$N.out 2>&1 || { echo mount failed; cat $WORK/mount-$N.out; exit 1; }
 t1=$(date +%s.%N)
 pid=$(bin/homefs status $M --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("pid"))')
 echo "mount $(echo "$t1-$t0"|bc) s pid $pid"
