@@ -4,7 +4,7 @@
  * The kernel takes the parent directory's lock to act on an invalidation, and a request in flight on that
  * directory may hold it while it waits for our reply. From the main thread that is a deadlock; from this
  * thread it is only a wait, while the main thread goes on answering. The daemon uses it to make the kernel
- * let go of directory entries it no longer needs to remember (inodes/view.ts `trim`): the kernel drops
+ * let go of directory entries it no longer needs to remember (src/inodes/trim.ts): the kernel drops
  * the dentry and every unused one below it, and sends FORGETs for the inodes that leaves unreferenced.
  *
  * Best effort: a name the kernel does not hold answers ENOENT, and nothing is reported. The queue is

@@ -91,6 +91,8 @@ export class LoadTrimmer {
   /** One run: drops the oldest loads that can go, until 90 % of the budget or `scan` loads were looked at. */
   trim(now = Date.now()): void {
     if (!this.over) return;
+    // Loads a change took since their last try are not held any more: their cursors go.
+    if (this.cursors.size > 2 * this.journal.heldLoads + 64) for (const dir of [...this.cursors.keys()]) if (this.journal.heldState(dir) === 'none') this.cursors.delete(dir);
     const target = Math.floor(this.opts.maxRecords * 0.9);
     for (const { dir, usedAt } of this.journal.oldestLoads(this.opts.scan)) {
       if (this.journal.memoryCounts().records <= target) return;
