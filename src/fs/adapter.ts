@@ -471,14 +471,15 @@ export class FuseAdapter {
       // the kernel lists them and makes no inode for them (a later stat looks them up), so it holds nothing
       // that keeps their directory's load in memory.
       const sparing = this.view.overBudget;
-      const handed = (name: string, node: Inode): boolean => name !== '.' && name !== '..' && !(sparing && node.kind !== 'dir');
+      const dot = (name: string): boolean => name === '.' || name === '..';
+      const bare = (name: string, node: Inode): boolean => sparing && node.kind !== 'dir' && !dot(name);
       const packed = this.s.dirPlus(req, size, slice.map(({ name, node, off }) => {
         const entry = entryOf(node, this.t);
-        return { name, entry: name === '.' || name === '..' || handed(name, node) ? entry : { ...entry, ino: 0, generation: 0 }, off };
+        return { name, entry: bare(name, node) ? { ...entry, ino: 0, generation: 0 } : entry, off };
       }));
       for (let i = 0; i < packed; i++) {
         const { name, node } = slice[i] as { name: string; node: Inode };
-        if (handed(name, node)) this.view.ref(node.ino);
+        if (!dot(name) && !bare(name, node)) this.view.ref(node.ino);
       }
     } else {
       this.s.dir(req, size, slice.map(({ name, node, off }) => ({ name, ino: node.ino, mode: attrOf(node).mode, off })));

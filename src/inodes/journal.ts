@@ -219,25 +219,11 @@ export class Journal {
   }
 
   /**
-   * Drops the held load of `dir` from memory: its entries' records and its entry map go, and the directory
-   * reads as unloaded again, as it does on disk, so the next use loads it from its tree once more (with the
-   * same inode numbers: those the tree records, or derived from the same parent and names). Only a load
-   * that nothing stands on can go: 'blocked' when an entry is still in use (`inUse`: the kernel holds it, it
-   * is open) or is a directory whose own entries are in memory (drop those first); 'kept' when it never can
-   * while it is held as it is (hard links, the directory changed since the last seal, being recorded).
+   * A held load can be dropped from memory (inodes/trim.ts): its entries' records and its entry map go, and the
+   * directory reads as unloaded again, as it does on disk, so the next use loads it from its tree once more
+   * (with the same inode numbers: those the tree records, or derived from the same parent and names). Only a
+   * load that nothing stands on can go: `heldState`, `entryBlocks` for each entry, then `dropHeldLoad`.
    */
-  dropLoad(dir: number, inUse: (ino: number) => boolean): 'dropped' | 'blocked' | 'kept' | 'none' {
-    const state = this.heldState(dir);
-    if (state === 'none' || state === 'kept') return state;
-    for (const ino of this.heldEntries(dir)) {
-      const b = this.entryBlocks(dir, ino, inUse);
-      if (b === 'kept') return 'kept';
-      if (b) return 'blocked';
-    }
-    this.dropHeldLoad(dir);
-    return 'dropped';
-  }
-
   /** Whether `dir` has a held load that may go (its number of entries), none, or one that cannot go as it is ('kept'). */
   heldState(dir: number): number | 'none' | 'kept' {
     const load = this.loads.get(dir);
@@ -261,7 +247,7 @@ export class Journal {
     return inUse(ino);
   }
 
-  /** Drops the held load of `dir`, whose every entry `entryBlocks` just found free (see `dropLoad`). */
+  /** Drops the held load of `dir`, whose every entry `entryBlocks` just found free (LoadTrimmer.drop). */
   dropHeldLoad(dir: number): void {
     const d = this.inodes.get(dir);
     const entries = this.dirs.get(dir);

@@ -105,7 +105,7 @@ export class MemoryLoads {
     return out;
   }
 
-  /** Forgets a held load that registered no hard-link ids (its directory is then unloaded again: Journal.dropLoad). */
+  /** Forgets a held load that registered no hard-link ids (its directory is then unloaded again: Journal.dropHeldLoad). */
   drop(dir: number): void {
     const load = this.held.get(dir);
     if (!load) return;

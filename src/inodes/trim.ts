@@ -3,7 +3,7 @@
  *
  * Every entry of a directory loaded from its tree is a record in memory (~650 bytes of heap), and a `find`
  * over the full-size home loads all 220,601 of them. A directory load that nothing has changed only repeats
- * its tree, so it can be dropped and made again later (journal.ts `dropLoad`). Over the budget, the oldest
+ * its tree, so it can be dropped and made again later (journal.ts `dropHeldLoad`). Over the budget, the oldest
  * loads go first (by when they were made or their directory last listed), with two rules:
  *
  * - **Bottom up.** A load whose entries include a loaded directory waits for that directory's own load to
@@ -125,7 +125,11 @@ export class LoadTrimmer {
     }
   }
 
-  private drop(dir: number): ReturnType<Journal['dropLoad']> {
+  /**
+   * Drops the held load of `dir` if it can go: 'blocked' while an entry is in use or is a loaded directory,
+   * 'kept' when it never can while held as it is (hard links, its directory changed, being recorded).
+   */
+  drop(dir: number): 'dropped' | 'blocked' | 'kept' | 'none' {
     const state = this.journal.heldState(dir);
     if (state === 'none' || state === 'kept') {
       this.cursors.delete(dir);
