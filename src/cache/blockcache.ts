@@ -94,6 +94,11 @@ export interface BlockCacheOptions {
    * fetch to the store's `blocks/`. What it returns is verified like any fetched object.
    */
   pack?: { fetch(hash: string): Promise<Buffer | undefined> };
+  /**
+   * Asked first for every tree the cache fetches (home/nspack.ts: a namespace pack range in memory, not cut
+   * yet); undefined sends the fetch to the store's `meta/`. What it returns is verified like any fetched object.
+   */
+  trees?: { take(hash: string): Buffer | undefined };
 }
 
 type Source = 'disk' | 'store';
@@ -449,7 +454,7 @@ export class BlockCache {
         throw new StoreUnavailableError(store.url, 'timed out waiting for a fetch slot');
       }
       try {
-        const packed = kind === 'block' ? await this.opts.pack?.fetch(hash) : undefined;
+        const packed = kind === 'block' ? await this.opts.pack?.fetch(hash) : this.opts.trees?.take(hash);
         if (packed) return packed; // (its bytes are counted by the pack's own report)
         this.counters.fetches++;
         const data = await store.get(key);

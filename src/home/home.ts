@@ -40,6 +40,7 @@ import { startClaim, type Claim } from './claim.js';
 import { GitIndexPrefetch } from './gitindex.js';
 import { HotSet } from './hotset.js';
 import { NsPack } from './nspack.js';
+import { backgroundSlicer } from '../util/slicer.js';
 import { wantsNsPack } from '../transfer/nspack.js';
 import { PackReads } from './packreads.js';
 import { WakePhases } from './phases.js';
@@ -61,7 +62,35 @@ export interface WakeStart {
   claim?: Claim;
 }
 
+/** How long the wake's background work waits for the kernel's INIT at most. */
+const INIT_WAIT_MS = 1000;
+/** Background work at wake takes a time slice per this long while the foreground is busy. */
+const BUSY_PAUSE_MS = 50;
+
 export class MountedHome extends RunningHome {
+  /**
+   * What background work at wake awaits between items: a turn of the loop once its time slice is used up
+   * (util/slicer.ts), and a pause while the agent's requests flow (foreground.ts), so that it takes only a
+   * little of the daemon's thread while they do.
+   */
+  private readonly backgroundPause = async (): Promise<void> => {
+    await backgroundSlicer.pause();
+    if (this.foreground.busy()) await new Promise((resolve) => setTimeout(resolve, BUSY_PAUSE_MS));
+  };
+
+  private answeredInit: () => void = () => undefined;
+  private readonly initAnswered = new Promise<void>((resolve) => {
+    this.answeredInit = resolve;
+  });
+
+  /**
+   * Resolves once the kernel's INIT has been answered (the mount serves), or after `INIT_WAIT_MS` whatever
+   * happened (a kernel that is slow to send it must not hold the background work back for ever).
+   */
+  initialized(): Promise<void> {
+    return Promise.race([this.initAnswered, new Promise<void>((resolve) => setTimeout(resolve, INIT_WAIT_MS).unref())]);
+  }
+
   /**
    * Brings the home up to a live mount. If anything fails on the way, everything taken so far is given
    * back before the error is rethrown (the lease released, the cache, journal, hash worker and store
@@ -98,11 +127,14 @@ export class MountedHome extends RunningHome {
       // index is decoded at the first cold read: not inside the wake's chain of round trips.
       const packReads = overNetwork(store.url) ? new PackReads(store, cfg.org, cfg.home, defaults.packReads, log) : null;
       void packReads?.load({ lazy: true }); // in the background: fetches before it has loaded go to blocks/
-      const cache = new BlockCache({ dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log, ...(packReads ? { pack: packReads } : {}) });
+      let nsPack: NsPack | null = null; // (made below, on the cache; the cache takes its trees not cut yet)
+      const cache = new BlockCache({
+        dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log, ...(packReads ? { pack: packReads } : {}), trees: { take: (h) => nsPack?.take(h) },
+      });
       const cacheReady = cache.init().then(() => void undo.push(() => cache.close()));
       const hot = new HotSet(store, cfg.org, cfg.home, cache, log, cfg.cacheBytes / 2);
       // A read-only mount reads the pack at wake like any other (inspection and review forks wake as fast), and never writes one.
-      const nsPack = wantsNsPack(store.url) ? new NsPack(store, cfg.org, cfg.home, cache, log) : null;
+      nsPack = wantsNsPack(store.url) ? new NsPack(store, cfg.org, cfg.home, cache, log) : null;
       // The hot set and (for a fresh state directory, the only kind that walks the namespace) the namespace
       // pack come in while the lease and the base take their round trips: both are verified object by object,
       // so they need not wait to know the snapshot. A wake that fails stops them before the cache closes.
@@ -207,11 +239,17 @@ export class MountedHome extends RunningHome {
       h.mount(mountFn);
       phases.mark('fuse');
       log.info({ op: 'wake.phases', ms: phases.report() }, 'wake phases (ms)');
-      hot.serving();
-      // The warm-up's requests for the bulk of the wake pack go out first, then (a turn of the loop later, once
-      // they are written) the namespace pack's trees are cut: not before the mount either, inside its round trips.
+      // The background work starts once the kernel's INIT is answered: until then the kernel holds every request
+      // (the agent's first `cat`), and work started at once held the loop ahead of INIT for up to 250 ms. The
+      // warm-up's bulk comes first. The namespace pack's trees are cut, and the push pack's index decoded (once
+      // the warm-up is done), a slice at a time and only a little while the agent's requests flow (`backgroundPause`):
+      // a lookup takes the tree it needs from the pack at once (docs/decisions/0078-wake-background-order.md).
       const root = choice.rootTree;
-      if (root && h.nsPack) void hot.issued().then(() => setImmediate(() => h.walkNamespace(root, remote)));
+      void h.initialized().then(() => {
+        hot.serving(); // (the bulk's requests go out before the walk's, which starts a turn of the loop later)
+        if (root && h.nsPack) setImmediate(() => h.walkNamespace(root, remote));
+        void hot.warmUp().then(() => packReads?.decodeInBackground(h.backgroundPause));
+      });
       return h;
     } catch (e) {
       failed = true;
@@ -243,6 +281,7 @@ export class MountedHome extends RunningHome {
       this.content.kernelOwnsTimes = !this.cfg.readOnly && !granted;
       this.passthroughState = granted ? 'on' : this.passthroughAsk.ask ? 'off: the kernel does not offer it' : `off: ${this.passthroughAsk.why}`;
       this.passthroughOpens = granted ? adapter.passthrough : undefined;
+      setImmediate(this.answeredInit); // (after this returns, the binding sends INIT's reply)
     };
     try {
       this.session = mountFn(this.cfg.mountpoint, ops, {
@@ -270,22 +309,25 @@ export class MountedHome extends RunningHome {
   /**
    * Fetches every tree of the base snapshot in the background, breadth-first (home/treewalk.ts), so
    * that the namespace of a fresh host costs O(depth) store round trips. A continuing state directory
-   * skips it (its journal already holds the directories it loaded). On a store on local disk (not
-   * `remote`) the walk runs only when the namespace pack was found: then it finds every tree in memory,
-   * and without a pack a round trip costs nothing and the walk would only compete with the first reads.
+   * skips it (its journal already holds the directories it loaded). A namespace pack of this snapshot
+   * that gave every tree leaves nothing to walk for; on a store on local disk (not `remote`) the walk runs
+   * only to complete a pack of an older snapshot: without one a round trip costs nothing, and the walk
+   * would only compete with the first reads.
    */
   private walkNamespace(root: string, remote: boolean): void {
     const started = Date.now();
-    const walk = new TreeWalk((h) => this.cache.getInBackground('meta', h));
+    const walk = new TreeWalk((h) => this.cache.getInBackground('meta', h), this.backgroundPause);
     this.walk = walk;
     // The namespace pack first (a few ranged GETs); the walk then finds its trees cached and fetches the rest.
-    // A pack that takes too long (a hung store) does not hold the walk back.
+    // A pack that takes too long (a hung store) does not hold the walk back; a pack of this root that gave
+    // every tree leaves nothing to walk for.
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, defaults.nsPack.waitMs);
     });
-    Promise.race([this.nsPack?.load(root), late]).finally(() => clearTimeout(timer)).then((pack) => {
+    Promise.race([this.nsPack?.load(root, this.backgroundPause), late]).finally(() => clearTimeout(timer)).then((pack) => {
       if (!remote && !pack?.found) return;
+      if (pack?.sameRoot && pack.rejected === 0) return;
       return walk.run(root).then((r) => {
         this.log.info({ op: 'treewalk', ...r, ms: Date.now() - started }, 'namespace fetched');
       });

@@ -69,11 +69,6 @@ export class HotSet {
   private readonly served = new Promise<void>((resolve) => {
     this.release = resolve;
   });
-  private issue: () => void = () => undefined;
-  /** Resolves once the warm-up has asked for everything it will (or has nothing to ask for): see `issued`. */
-  private readonly issuedAll = new Promise<void>((resolve) => {
-    this.issue = resolve;
-  });
   warm: WarmReport | null = null;
 
   constructor(
@@ -175,16 +170,6 @@ export class HotSet {
   stop(): void {
     this.stopped = true;
     this.release();
-    this.issue();
-  }
-
-  /**
-   * Resolves once the warm-up, serving, has sent its requests for the bulk of the pack and handed the other
-   * objects to prefetch (or found nothing to warm): a wake starts its other background work (the namespace
-   * walk) after it, so that the agent's next reads are on their way first.
-   */
-  issued(): Promise<void> {
-    return this.issuedAll;
   }
 
   private async warmAll(): Promise<WarmReport> {
@@ -196,7 +181,6 @@ export class HotSet {
     } catch (e) {
       if (!this.stopped) this.log.warn({ op: 'hotset.warm', err: errorMessage(e) }, 'hot set warm-up failed; the wake is colder but correct');
     }
-    this.issue(); // (a warm-up that ended early issued all it will)
     r.ms = Math.round(performance.now() - t0);
     r.done = true;
     if (!this.stopped) this.log.info({ op: 'hotset.warm', ...r }, 'hot set warm-up done');
@@ -262,9 +246,7 @@ export class HotSet {
     if (this.stopped) return;
     // Unpacked objects go to prefetch at once, in record order; the pack's other ranges are fetched meanwhile.
     this.prefetchInOrder(rec.entries.filter((e) => !e.packed && want(e)), r);
-    const bulk = fetch(rest.flat(), this.opts.packRangeBytes);
-    this.issue();
-    await bulk;
+    await fetch(rest.flat(), this.opts.packRangeBytes);
     r.packMs = Math.round(performance.now() - t0);
     r.packRejected = rejected.length;
     if (this.stopped) return;

@@ -11,7 +11,9 @@
  */
 import type { Logger } from 'pino';
 import { defaults } from '../config.js';
-import { nsPackIndexLength, NSPACK_HEADER, NSPACK_ROOT, readNsPack, storeNsPack } from '../transfer/nspack.js';
+import { decodeNsPackIndex, nsPackIndexLength, NSPACK_HEADER, NSPACK_ROOT, readNsPack, storeNsPack, type NsPackSink } from '../transfer/nspack.js';
+import { cutSlice, type PackSlice } from '../transfer/hotset.js';
+import { backgroundSlicer } from '../util/slicer.js';
 import { nsPackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { FormatError, NotFoundError, errorMessage } from '../util/errors.js';
@@ -54,6 +56,11 @@ export class NsPack {
   private stopped = false;
   /** The first range, fetched by `start` before `load` asked for it. */
   private early: Promise<Buffer> | null = null;
+  /** Trees whose range is in memory, not cut out yet (`take` cuts one at once); those `take` cut. */
+  private readonly pending = new Map<string, { data: Buffer; at: number; slice: PackSlice }>();
+  private readonly taken = new Set<string>();
+  /** The early first range, once it arrived: `take` serves its trees before `load` cuts them. */
+  private earlyHead: Buffer | null = null;
 
   constructor(
     private readonly store: Store,
@@ -73,12 +80,17 @@ export class NsPack {
   start(): void {
     if (this.loading || this.early) return;
     this.early = this.store.getRange(nsPackKey(this.org, this.home), 0, this.opts.rangeBytes);
-    this.early.catch(() => undefined); // (awaited by load, or given up)
+    this.early.then((head) => {
+      this.earlyHead = head;
+    }, () => undefined); // (awaited by load, or given up)
   }
 
-  /** The pack's trees in the cache (loaded once), and whether it is of `root`. Never throws. */
-  async load(root: string): Promise<NsLoadReport> {
-    this.loading ??= this.loadAll();
+  /**
+   * The pack's trees in the cache (loaded once), and whether it is of `root`. Never throws. The trees are cut
+   * out with `pause` between them (`take` serves any of them at once meanwhile).
+   */
+  async load(root: string, pause: () => Promise<void> = () => backgroundSlicer.pause()): Promise<NsLoadReport> {
+    this.loading ??= this.loadAll(pause);
     const r = await this.loading;
     r.sameRoot = r.found && this.packRoot === root;
     return r;
@@ -87,14 +99,80 @@ export class NsPack {
   /** A wake that failed: nothing more goes into the cache (which is about to close). */
   stop(): void {
     this.stopped = true;
+    this.pending.clear();
   }
 
-  private async loadAll(): Promise<NsLoadReport> {
+  /**
+   * Tree `hash`, verified, if its range is in memory and not cut out yet (it then goes into the cache now);
+   * undefined otherwise. The pack's trees are cut a time slice at a time, so that the agent's first requests
+   * are served meanwhile; a lookup that needs one of them must not wait for its turn, nor fetch it alone.
+   */
+  take(hash: string): Buffer | undefined {
+    if (this.earlyHead) this.indexEarly(this.earlyHead);
+    const p = this.pending.get(hash);
+    if (!p || this.stopped) return undefined;
+    this.pending.delete(hash);
+    this.taken.add(hash);
+    let out: Buffer | undefined;
+    cutSlice(p.data, p.at, p.slice, {
+      good: (_e, data) => {
+        out = data;
+        this.sink.tree(hash, data);
+      },
+      bad: () => this.sink.rejected(hash),
+    });
+    return out;
+  }
+
+  /**
+   * Makes the trees of the early first range takeable (once, at the first `take`, so that a wake whose
+   * lookups all hit its cache never decodes the index before `load`). A pack that does not decode is left
+   * to `load`, which says so.
+   */
+  private indexEarly(head: Buffer): void {
+    this.earlyHead = null;
+    if (this.loading) return; // (load registers what arrives)
+    try {
+      const index = decodeNsPackIndex(head);
+      const data = head.subarray(index.dataStart);
+      const inHead = index.slices.filter((sl) => sl.offset + sl.entry.size <= data.length && !this.cache.has('meta', sl.entry.hash));
+      this.sink.arrived?.(inHead, data, 0);
+    } catch {
+      // (load reports it)
+    }
+  }
+
+  /** Where readNsPack's trees go (the cache); `report` is the current load's. */
+  private readonly sink: NsPackSink & { tree(hash: string, data: Buffer): void } = {
+    wants: (hash) => {
+      if (this.stopped) return false;
+      if (!this.cache.has('meta', hash)) return true;
+      if (this.report) this.report.cached++;
+      return false;
+    },
+    arrived: (slices, data, at) => {
+      if (this.stopped) return;
+      for (const slice of slices) if (!this.taken.has(slice.entry.hash)) this.pending.set(slice.entry.hash, { data, at, slice });
+    },
+    taken: (hash) => this.taken.has(hash),
+    tree: (hash, data) => {
+      this.pending.delete(hash);
+      if (this.report) this.report.fromPack++;
+      this.cache.putInMemory('meta', hash, data); // thousands of small trees: no disk file each
+    },
+    rejected: (hash, err) => {
+      this.pending.delete(hash);
+      if (this.report) this.report.rejected++;
+      if (err !== undefined) this.log.debug({ op: 'nspack.load', hash, err: errorMessage(err) }, 'namespace pack range failed; the walk fetches its trees');
+    },
+  };
+
+  private async loadAll(pause: () => Promise<void>): Promise<NsLoadReport> {
     const t0 = performance.now();
     const r: NsLoadReport = { done: false, found: false, sameRoot: false, trees: 0, cached: 0, fromPack: 0, rejected: 0, requests: 0, bytesFetched: 0, ms: 0 };
     this.report = r;
     try {
-      await this.loadInto(r);
+      await this.loadInto(r, pause);
     } catch (e) {
       if (!this.stopped) this.log.warn({ op: 'nspack.load', err: errorMessage(e) }, 'namespace pack not used; the wake fetches trees one by one');
     }
@@ -116,29 +194,18 @@ export class NsPack {
     return data;
   }
 
-  private async loadInto(r: NsLoadReport): Promise<void> {
+  private async loadInto(r: NsLoadReport, pause: () => Promise<void>): Promise<void> {
     let index;
     try {
-      index = await readNsPack((offset, length) => this.range(offset, length, r), {
-        wants: (hash) => {
-          if (this.stopped) return false;
-          if (!this.cache.has('meta', hash)) return true;
-          r.cached++;
-          return false;
-        },
-        tree: (hash, data) => {
-          r.fromPack++;
-          this.cache.putInMemory('meta', hash, data); // thousands of small trees: no disk file each
-        },
-        rejected: (hash, err) => {
-          r.rejected++;
-          if (err !== undefined) this.log.debug({ op: 'nspack.load', hash, err: errorMessage(err) }, 'namespace pack range failed; the walk fetches its trees');
-        },
-      }, this.opts, `namespace pack of ${this.org}/${this.home}`); // not sliced: a lookup that came first would fetch its tree alone (docs/decisions/0056-wake-time-slices.md)
+      // Cut with pauses; a lookup that needs a tree before its turn takes it (`take`).
+      index = await readNsPack((offset, length) => this.range(offset, length, r), this.sink, { ...this.opts, pause }, `namespace pack of ${this.org}/${this.home}`);
     } catch (e) {
       if (!(e instanceof FormatError)) throw e;
       this.log.warn({ op: 'nspack.load', err: e.message }, 'namespace pack ignored');
       return;
+    } finally {
+      this.pending.clear(); // (a range that failed midway leaves its trees to the walk)
+      this.taken.clear();
     }
     if (!index) return;
     r.found = true;

@@ -17,17 +17,18 @@
  * window costs the reader one store round trip of waiting; with it the round trips overlap its work. A fetch that jumps elsewhere starts a new run and reads
  * nothing ahead until it walks forward again.
  *
- * Like every pack it is a hint: the index loads in the background after the mount serves (fetches before
- * then go to `blocks/`), any block of a snapshot is welcome (content addressing: a block is its hash, not
- * its snapshot's), and a pack that is missing, damaged, too large to index, or a window that fails or holds
+ * Like every pack it is a hint: the index loads in the background while the mount wakes and is decoded a
+ * time slice at a time once the hot set's warm-up is done (fetches before then go to `blocks/`), any block
+ * of a snapshot is welcome (content addressing: a block is its hash, not its snapshot's), and a pack that is missing, damaged, too large to index, or a window that fails or holds
  * a wrong block only sends those fetches to `blocks/`. Nothing here can fail a read.
  */
 import type { Logger } from 'pino';
 import { hashBuffer } from '../hash/blake3.js';
-import { decodePushPackIndex, pushPackIndexLength, type PushPackEntry } from '../transfer/pushpack.js';
+import { PushPackIndexDecoder, pushPackIndexLength, type PushPackEntry, type PushPackIndex } from '../transfer/pushpack.js';
 import { pushPackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { NotFoundError, errorMessage } from '../util/errors.js';
+import { backgroundSlicer } from '../util/slicer.js';
 
 export interface PackReadOptions {
   /** One ranged GET reads at most this many bytes of the pack (one block larger than that alone). */
@@ -56,6 +57,9 @@ export interface PackReadReport {
   ahead: number;
 }
 
+/** Entries the background decode reads per time slice check. */
+const DECODE_STEP = 512;
+
 export class PackReads {
   readonly report: PackReadReport = { state: 'loading', blocks: 0, windows: 0, served: 0, rejected: 0, failed: 0, bytesFetched: 0, ahead: 0 };
   private entries: PushPackEntry[] = [];
@@ -73,19 +77,26 @@ export class PackReads {
   private aheadInFlight = 0;
   /** Per entry: 1 once its block was handed out (the cache has it; no window reads it again unasked). */
   private taken = new Uint8Array(0);
-  /** The index's bytes, kept by `load({ lazy })` until the first `has` or `fetch` decodes them. */
-  private undecoded: Buffer | null = null;
+  /** The index, kept by `load({ lazy })` until `decodeInBackground`, `has` or `fetch` decodes it. */
+  private decoder: PushPackIndexDecoder | null = null;
+  private decoding: Promise<void> | null = null;
+  private loading: Promise<void> | null = null;
 
   constructor(private readonly store: Store, org: string, home: string, private readonly opts: PackReadOptions, private readonly log?: Logger) {
     this.key = pushPackKey(org, home);
   }
 
   /**
-   * Loads the index (two ranged GETs at most); never throws. With `lazy`, the index's bytes are kept and
-   * decoded at the first `has` or `fetch` (state `fetched` until then): a wake whose reads all hit its hot
-   * set never spends the CPU (tens of ms at 17k blocks, right when the mount starts serving).
+   * Loads the index (two ranged GETs at most, once); never throws. With `lazy`, the index's bytes are kept
+   * and decoded by `decodeInBackground`, or at once by `has` (state `fetched` until then): tens of ms at
+   * 17k blocks, which must not run in one piece right when the mount starts serving.
    */
-  async load(opts: { lazy?: boolean } = {}): Promise<void> {
+  load(opts: { lazy?: boolean } = {}): Promise<void> {
+    this.loading ??= this.loadIndex(opts);
+    return this.loading;
+  }
+
+  private async loadIndex(opts: { lazy?: boolean }): Promise<void> {
     try {
       const first = await this.get(0, Math.min(this.opts.windowBytes, this.opts.maxIndexBytes));
       const indexEnd = pushPackIndexLength(first);
@@ -95,39 +106,63 @@ export class PackReads {
         return;
       }
       const head = first.length >= indexEnd ? first : Buffer.concat([first, await this.get(first.length, indexEnd - first.length)]);
-      if (opts.lazy) {
-        this.undecoded = head;
-        this.report.state = 'fetched';
-      } else {
-        this.decode(head);
-      }
+      this.decoder = new PushPackIndexDecoder(head);
+      if (opts.lazy) this.report.state = 'fetched';
+      else this.decodeKept();
     } catch (e) {
       this.failed(e);
     }
   }
 
-  private decode(head: Buffer): void {
-    const index = decodePushPackIndex(head);
+  /** The decoded index in use; `where` already maps its first entries (decodeInBackground). */
+  private use(index: PushPackIndex, where = new Map<string, number>()): void {
     this.entries = index.entries;
     this.taken = new Uint8Array(index.entries.length);
     this.dataStart = index.dataStart;
-    const where = new Map<string, number>();
-    index.entries.forEach((e, i) => where.set(e.hash, i));
+    for (let i = where.size; i < index.entries.length; i++) where.set((index.entries[i] as PushPackEntry).hash, i);
     this.where = where;
     this.report.blocks = index.entries.length;
     this.report.state = 'ready';
   }
 
-  /** Decodes the index `load({ lazy })` kept, once. */
-  private decodeKept(): void {
-    const head = this.undecoded;
-    if (!head) return;
-    this.undecoded = null;
+  /** Decodes what is left of the index `load` kept, at once. */
+  private decodeKept(where?: Map<string, number>): void {
+    const d = this.decoder;
+    if (!d) return;
+    this.decoder = null;
     try {
-      this.decode(head);
+      d.step(Infinity);
+      this.use(d.index, where);
     } catch (e) {
       this.failed(e);
     }
+  }
+
+  /**
+   * Decodes the index `load({ lazy })` kept a time slice at a time (`pause`), once, after the load if it is
+   * still under way; fetches before it ends go to `blocks/`. An index of tens of thousands of blocks took tens
+   * of ms in one piece, right when the mount began to serve (a move's first prefetch), ahead of the agent's
+   * first requests; wake starts this once the hot set's warm-up is done.
+   */
+  decodeInBackground(pause: () => Promise<void> = () => backgroundSlicer.pause()): Promise<void> {
+    this.decoding ??= (async () => {
+      await this.loading;
+      const d = this.decoder;
+      const where = new Map<string, number>();
+      while (d !== null && d === this.decoder) {
+        await pause();
+        try {
+          const done = d.step(DECODE_STEP);
+          const entries = d.index.entries;
+          for (let i = where.size; i < entries.length; i++) where.set((entries[i] as PushPackEntry).hash, i);
+          if (done) break;
+        } catch {
+          break; // (decodeKept reports it)
+        }
+      }
+      if (d === this.decoder) this.decodeKept(where);
+    })();
+    return this.decoding;
   }
 
   private failed(e: unknown): void {
@@ -146,7 +181,7 @@ export class PackReads {
    * it, index not loaded yet, window failed, hash mismatch): the caller then fetches from `blocks/`.
    */
   async fetch(hash: string): Promise<Buffer | undefined> {
-    this.decodeKept();
+    if (this.decoder) return undefined; // loaded, not decoded yet (decodeInBackground): to blocks/, like a fetch before the load
     const at = this.where?.get(hash);
     const forward = at !== undefined && this.walk(at);
     const ready = this.take(hash);

@@ -164,6 +164,11 @@ export interface SliceSink {
   good(entry: HotEntry, data: Buffer): void;
   /** An object that did not match its hash, or whose range could not be read (`err`). */
   bad(entry: HotEntry, err?: unknown): void;
+  /**
+   * A range's bytes arrived (`data` starts at pack offset `at`), before any of its objects is cut out: with
+   * `pause`, a sink can serve one of them at once to a reader that cannot wait for its turn.
+   */
+  arrived?(slices: readonly PackSlice[], data: Buffer, at: number): void;
 }
 
 /**
@@ -190,6 +195,7 @@ export async function fetchPackSlices(
       for (const s of range) sink.bad(s.entry, e);
       return;
     }
+    sink.arrived?.(range, data, first.offset);
     if (!opts.pause) return cutSlices(data, first.offset, range, sink);
     for (const s of range) {
       await opts.pause();
@@ -203,7 +209,8 @@ export function cutSlices(data: Buffer, at: number, slices: readonly PackSlice[]
   for (const s of slices) cutSlice(data, at, s, sink);
 }
 
-function cutSlice(data: Buffer, at: number, s: PackSlice, sink: SliceSink): void {
+/** Cuts one object out of `data` (which starts at pack offset `at`) into the sink, verified by hash. */
+export function cutSlice(data: Buffer, at: number, s: PackSlice, sink: SliceSink): void {
   if (sink.wants && !sink.wants(s.entry)) return;
   const piece = data.subarray(s.offset - at, s.offset - at + s.entry.size);
   if (piece.length === s.entry.size && hashBuffer(piece) === s.entry.hash) sink.good(s.entry, piece);

@@ -19,7 +19,7 @@ import type { Store } from '../store/store.js';
 import { mapLimit } from '../util/concurrency.js';
 import { FormatError, NotFoundError } from '../util/errors.js';
 import { subtreesOf } from '../format/subtrees.js';
-import { cutSlices, fetchPackSlices, type PackSlice, type SliceSink } from './hotset.js';
+import { cutSlice, cutSlices, fetchPackSlices, type PackSlice, type SliceSink } from './hotset.js';
 
 export const NSPACK_VERSION = 1;
 /** Trees a pack holds at most (an index of about 36 MB). */
@@ -199,6 +199,13 @@ export interface NsPackSink {
   tree(hash: string, data: Buffer): void;
   /** A tree that did not match its hash, or whose range could not be read (`err`). */
   rejected(hash: string, err?: unknown): void;
+  /**
+   * With `pause`: a range's bytes arrived (`data` starts at data offset `at`), before its trees are cut out,
+   * a time slice at a time. A sink may cut one of them at once for a reader that cannot wait (home/nspack.ts).
+   */
+  arrived?(slices: readonly PackSlice[], data: Buffer, at: number): void;
+  /** A tree the sink already cut out early (`arrived`): the reader skips it. */
+  taken?(hash: string): boolean;
 }
 
 /**
@@ -211,7 +218,7 @@ export interface NsPackSink {
 export async function readNsPack(
   get: (offset: number, length: number) => Promise<Buffer>,
   sink: NsPackSink,
-  opts: { rangeBytes: number; rangeParallelism: number },
+  opts: { rangeBytes: number; rangeParallelism: number; pause?: () => Promise<void> },
   what = 'namespace pack',
 ): Promise<NsPackIndex | null> {
   let head: Buffer;
@@ -224,12 +231,26 @@ export async function readNsPack(
   const indexEnd = nsPackIndexLength(head, what);
   if (head.length < indexEnd) head = Buffer.concat([head, await get(head.length, indexEnd - head.length)]);
   const index = decodeNsPackIndex(head, what);
-  const slices: SliceSink = { good: (e, data) => sink.tree(e.hash, data), bad: (e, err) => sink.rejected(e.hash, err) };
+  const slices: SliceSink = {
+    wants: (e) => !(sink.taken?.(e.hash) ?? false),
+    good: (e, data) => sink.tree(e.hash, data),
+    bad: (e, err) => sink.rejected(e.hash, err),
+    ...(sink.arrived ? { arrived: sink.arrived.bind(sink) } : {}),
+  };
   const wanted = index.slices.filter((s) => sink.wants(s.entry.hash));
   // Trees wholly inside what the first GET returned are cut out of it; the rest come in ranged GETs.
-  const inHead = head.length - index.dataStart;
-  cutSlices(head.subarray(index.dataStart), 0, wanted.filter((s) => s.offset + s.entry.size <= inHead), slices);
-  const rest = wanted.filter((s) => s.offset + s.entry.size > inHead);
-  await fetchPackSlices(get, rest, { base: index.dataStart, rangeBytes: opts.rangeBytes, parallelism: opts.rangeParallelism }, slices);
+  const data = head.subarray(index.dataStart);
+  const inHead = wanted.filter((s) => s.offset + s.entry.size <= data.length);
+  if (opts.pause) {
+    sink.arrived?.(inHead, data, 0);
+    for (const s of inHead) {
+      await opts.pause();
+      cutSlice(data, 0, s, slices);
+    }
+  } else {
+    cutSlices(data, 0, inHead, slices);
+  }
+  const rest = wanted.filter((s) => s.offset + s.entry.size > data.length);
+  await fetchPackSlices(get, rest, { base: index.dataStart, rangeBytes: opts.rangeBytes, parallelism: opts.rangeParallelism, ...(opts.pause ? { pause: opts.pause } : {}) }, slices);
   return index;
 }

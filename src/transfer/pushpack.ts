@@ -137,30 +137,57 @@ export function pushPackSnapshot(head: Buffer, what = 'push pack'): string {
 
 /** Decodes header and index (`buf` holds at least pushPackIndexLength bytes); anything malformed is a FormatError. */
 export function decodePushPackIndex(buf: Buffer, what = 'push pack'): PushPackIndex {
-  const bad = (detail: string): never => {
-    throw new FormatError(what, detail);
-  };
-  const dataStart = pushPackIndexLength(buf, what);
-  if (buf.length < dataStart) bad(`${buf.length} bytes is shorter than the index (${dataStart})`);
-  const snapshot = buf.toString('hex', 5, 37);
-  const count = buf.readUInt32LE(37);
-  const dataBytes = Number(buf.readBigUInt64LE(41));
-  const entries: PushPackEntry[] = [];
-  let end = 0;
-  // Plain numbers, not BigInts: an index of tens of thousands of entries is decoded at a mount's first cold
-  // read, and a BigInt per entry costs more than two 32-bit reads. A 64-bit offset past 2^53 is out of bounds
-  // of any pack (`dataBytes` is a Number too), so the high word is checked before it is used.
-  for (let i = 0, at = PUSHPACK_HEADER; i < count; i++, at += ENTRY) {
-    const high = buf.readUInt32LE(at + 36);
-    const offset = high * 2 ** 32 + buf.readUInt32LE(at + 32);
-    const length = buf.readUInt32LE(at + 40);
-    if (length < 1 || length > MAX_BLOCK) bad(`block ${i}: length ${length} is out of range (1..${MAX_BLOCK})`);
-    if (offset < end) bad(`block ${i}: offset ${offset} overlaps the block before it`);
-    if (high >= 2 ** 21 || offset + length > dataBytes) bad(`block ${i}: ${high >= 2 ** 21 ? buf.readBigUInt64LE(at + 32) : offset}+${length} is out of bounds (${dataBytes} bytes of data)`);
-    entries.push({ hash: buf.toString('hex', at, at + 32), offset, length });
-    end = offset + length;
+  const d = new PushPackIndexDecoder(buf, what);
+  d.step(Infinity);
+  return d.index;
+}
+
+/**
+ * decodePushPackIndex a part at a time (`step`), for a daemon that must not hold its event loop for the tens
+ * of ms an index of tens of thousands of entries takes. `index.entries` grows with each step; the header is
+ * checked by the constructor, each entry by the step that reads it (a FormatError).
+ */
+export class PushPackIndexDecoder {
+  readonly index: PushPackIndex;
+  private readonly count: number;
+  private at = PUSHPACK_HEADER;
+  private end = 0;
+
+  constructor(private readonly buf: Buffer, private readonly what = 'push pack') {
+    const dataStart = pushPackIndexLength(buf, what);
+    if (buf.length < dataStart) this.bad(`${buf.length} bytes is shorter than the index (${dataStart})`);
+    this.count = buf.readUInt32LE(37);
+    this.index = { snapshot: buf.toString('hex', 5, 37), dataStart, dataBytes: Number(buf.readBigUInt64LE(41)), entries: [] };
   }
-  return { snapshot, dataStart, dataBytes, entries };
+
+  get done(): boolean {
+    return this.index.entries.length >= this.count;
+  }
+
+  /** Decodes up to `n` more entries; returns whether the index is complete. */
+  step(n: number): boolean {
+    const { buf, index } = this;
+    const stop = Math.min(this.count, index.entries.length + n);
+    // Plain numbers, not BigInts: an index of tens of thousands of entries is decoded at a mount's first cold
+    // read, and a BigInt per entry costs more than two 32-bit reads. A 64-bit offset past 2^53 is out of bounds
+    // of any pack (`dataBytes` is a Number too), so the high word is checked before it is used.
+    for (let i = index.entries.length, at = this.at; i < stop; i++, at += ENTRY) {
+      const high = buf.readUInt32LE(at + 36);
+      const offset = high * 2 ** 32 + buf.readUInt32LE(at + 32);
+      const length = buf.readUInt32LE(at + 40);
+      if (length < 1 || length > MAX_BLOCK) this.bad(`block ${i}: length ${length} is out of range (1..${MAX_BLOCK})`);
+      if (offset < this.end) this.bad(`block ${i}: offset ${offset} overlaps the block before it`);
+      if (high >= 2 ** 21 || offset + length > index.dataBytes) this.bad(`block ${i}: ${high >= 2 ** 21 ? buf.readBigUInt64LE(at + 32) : offset}+${length} is out of bounds (${index.dataBytes} bytes of data)`);
+      index.entries.push({ hash: buf.toString('hex', at, at + 32), offset, length });
+      this.end = offset + length;
+      this.at = at + ENTRY;
+    }
+    return this.done;
+  }
+
+  private bad(detail: string): never {
+    throw new FormatError(this.what, detail);
+  }
 }
 
 /** Decodes a whole pack, which must be exactly as long as its header says (a FormatError otherwise). */
