@@ -19,8 +19,9 @@
  *
  * Like every pack it is a hint: the index loads in the background while the mount wakes and is decoded a
  * time slice at a time once the hot set's warm-up is done (fetches before then go to `blocks/`), any block
- * of a snapshot is welcome (content addressing: a block is its hash, not its snapshot's), and a pack that is missing, damaged, too large to index, or a window that fails or holds
- * a wrong block only sends those fetches to `blocks/`. Nothing here can fail a read.
+ * of a snapshot is welcome (content addressing: a block is its hash, not its snapshot's), and a pack that
+ * is missing, damaged, too large to index, or a window that fails or holds a wrong block only sends those
+ * fetches to `blocks/`. Nothing here can fail a read.
  */
 import type { Logger } from 'pino';
 import { hashBuffer } from '../hash/blake3.js';
