@@ -70,10 +70,11 @@ session() {
   url=$(echo "$DIRECT" | sed -E "s#127.0.0.1:$port#127.0.0.1:$pport#")
   if [ -n "${PROF:-}" ] && [ "$step" = move ]; then mkdir -p "$PROF/$label-$rtt-r$r"; prof=(env "NODE_OPTIONS=--cpu-prof --cpu-prof-dir=$PROF/$label-$rtt-r$r"); fi
   sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; quiet
-  local load t0 t1 t2 t3 t4 n req st ph warm
+  local load t0 t1 t2 t3 t4 n req st ph warm clock kb
   load=$(cut -d' ' -f1 /proc/loadavg)
   local tr=/sys/kernel/tracing
   if [ "${FTRACE:-0}" = 1 ] && [ "$step" = move ]; then
+    clock=$(sed -E 's/.*\[([a-z0-9_-]+)\].*/\1/' $tr/trace_clock); kb=$(cat $tr/buffer_size_kb)
     echo 0 > $tr/tracing_on; echo mono > $tr/trace_clock; echo 32768 > $tr/buffer_size_kb; echo > $tr/trace
     echo 1 > $tr/events/fuse/fuse_request_send/enable; echo 1 > $tr/events/fuse/fuse_request_end/enable; echo 1 > $tr/tracing_on
   fi
@@ -86,6 +87,7 @@ session() {
   if [ "${FTRACE:-0}" = 1 ] && [ "$step" = move ]; then
     echo 0 > $tr/tracing_on; cp $tr/trace "$LOGS/$label-$rtt-r$r-$step.ftrace"
     echo 0 > $tr/events/fuse/fuse_request_send/enable; echo 0 > $tr/events/fuse/fuse_request_end/enable
+    echo "$clock" > $tr/trace_clock; echo "$kb" > $tr/buffer_size_kb; echo > $tr/trace  # (as they were)
     bench/fusetrace.py "$LOGS/$label-$rtt-r$r-$step.ftrace" "$t0" "$(echo "$t4-$t0" | bc)" | sed "s/^/  $label move: /"
   fi
   req=$("$B" status "$base/mnt" --metrics 2>/dev/null | grep '^homefs_store_requests_total' | awk '{s+=$2} END {print s}')

@@ -165,8 +165,8 @@ export interface SliceSink {
   /** An object that did not match its hash, or whose range could not be read (`err`). */
   bad(entry: HotEntry, err?: unknown): void;
   /**
-   * A range's bytes arrived (`data` starts at pack offset `at`), before any of its objects is cut out: with
-   * `pause`, a sink can serve one of them at once to a reader that cannot wait for its turn.
+   * With `pause`: a range's bytes arrived (`data` starts at pack offset `at`), before any of its objects is
+   * cut out; a sink can serve one of them at once to a reader that cannot wait for its turn.
    */
   arrived?(slices: readonly PackSlice[], data: Buffer, at: number): void;
 }
@@ -195,18 +195,24 @@ export async function fetchPackSlices(
       for (const s of range) sink.bad(s.entry, e);
       return;
     }
-    sink.arrived?.(range, data, first.offset);
-    if (!opts.pause) return cutSlices(data, first.offset, range, sink);
-    for (const s of range) {
-      await opts.pause();
-      cutSlice(data, first.offset, s, sink);
-    }
+    await cutSlices(data, first.offset, range, sink, opts.pause);
   });
 }
 
-/** Hands each slice found in `data` (which starts at pack offset `at`) to the sink, verified by hash. */
-export function cutSlices(data: Buffer, at: number, slices: readonly PackSlice[], sink: SliceSink): void {
-  for (const s of slices) cutSlice(data, at, s, sink);
+/**
+ * Hands each slice found in `data` (which starts at pack offset `at`) to the sink, verified by hash: at once,
+ * or with `pause` before each one (the sink hears first that the range `arrived`).
+ */
+export async function cutSlices(data: Buffer, at: number, slices: readonly PackSlice[], sink: SliceSink, pause?: () => Promise<void>): Promise<void> {
+  if (!pause) {
+    for (const s of slices) cutSlice(data, at, s, sink);
+    return;
+  }
+  sink.arrived?.(slices, data, at);
+  for (const s of slices) {
+    await pause();
+    cutSlice(data, at, s, sink);
+  }
 }
 
 /** Cuts one object out of `data` (which starts at pack offset `at`) into the sink, verified by hash. */

@@ -19,7 +19,7 @@ import type { Store } from '../store/store.js';
 import { mapLimit } from '../util/concurrency.js';
 import { FormatError, NotFoundError } from '../util/errors.js';
 import { subtreesOf } from '../format/subtrees.js';
-import { cutSlice, cutSlices, fetchPackSlices, type PackSlice, type SliceSink } from './hotset.js';
+import { cutSlices, fetchPackSlices, type PackSlice, type SliceSink } from './hotset.js';
 
 export const NSPACK_VERSION = 1;
 /** Trees a pack holds at most (an index of about 36 MB). */
@@ -241,15 +241,7 @@ export async function readNsPack(
   // Trees wholly inside what the first GET returned are cut out of it; the rest come in ranged GETs.
   const data = head.subarray(index.dataStart);
   const inHead = wanted.filter((s) => s.offset + s.entry.size <= data.length);
-  if (opts.pause) {
-    sink.arrived?.(inHead, data, 0);
-    for (const s of inHead) {
-      await opts.pause();
-      cutSlice(data, 0, s, slices);
-    }
-  } else {
-    cutSlices(data, 0, inHead, slices);
-  }
+  await cutSlices(data, 0, inHead, slices, opts.pause);
   const rest = wanted.filter((s) => s.offset + s.entry.size > data.length);
   await fetchPackSlices(get, rest, { base: index.dataStart, rangeBytes: opts.rangeBytes, parallelism: opts.rangeParallelism, ...(opts.pause ? { pause: opts.pause } : {}) }, slices);
   return index;
