@@ -5,7 +5,7 @@
   "targets": [
     {
       "target_name": "homefs_fuse",
-      "sources": ["src/addon.c", "src/slots.c", "src/session.c", "src/dispatch.c", "src/reply.c", "src/wbuf.c", "src/noxattr.c", "src/idlepoll.c", "src/passthrough.c", "src/notify.c"],
+      "sources": ["src/addon.c", "src/slots.c", "src/session.c", "src/dispatch.c", "src/reply.c", "src/wbuf.c", "src/noxattr.c", "src/idlepoll.c", "src/passthrough.c"],
       "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-std=gnu11", "<!@(pkg-config --cflags fuse3)"],
       "libraries": ["<!@(pkg-config --libs fuse3)"],
       "defines": ["FUSE_USE_VERSION=34", "NAPI_VERSION=8"]

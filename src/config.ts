@@ -195,9 +195,10 @@ export const defaults = {
   },
   /**
    * Inode records a mount keeps in memory (~650 bytes of heap each), beyond which unchanged directory loads
-   * are dropped, oldest first (inodes/trim.ts; `homefs mount --max-records`, 0: no limit).
+   * are dropped, oldest first (inodes/trim.ts; `homefs mount --max-records`, 0: no limit). A second walk of
+   * the home is served from the kernel's caches whatever the budget (docs/decisions/0079-kernel-keeps-what-it-was-told.md).
    */
-  maxRecords: 65_536,
+  maxRecords: 49_152,
   /** How that trim runs: loads younger than minAgeMs stay; `scan` loads looked at per run, `delayMs` after it was asked for. */
   trim: { minAgeMs: 1000, scan: 4096, delayMs: 50 },
   /** `homefs push` and `homefs pull` take `--parallel N` up to this. */

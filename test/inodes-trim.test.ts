@@ -1,8 +1,9 @@
 /**
  * Dropping unchanged directory loads from memory (inodes/trim.ts `drop`, journal.ts `dropHeldLoad`): a dropped
  * directory reads as unloaded and loads again with the same inode numbers; a load goes only when nothing
- * below it is loaded or in use and nothing in it changed; the trimmer drops the oldest first, bottom up,
- * down to 90 % of its budget, and asks the kernel to drop the names that hold the rest.
+ * below it is loaded or open and nothing in it changed; the trimmer drops the oldest first, bottom up,
+ * down to 90 % of its budget. Entries the kernel holds do not keep their load: a request about one
+ * brings its records back (view.ts `restore`), and the kernel's forget lets it go.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +13,7 @@ import { join } from 'node:path';
 import { Journal } from '../src/inodes/journal.js';
 import { LoadTrimmer } from '../src/inodes/trim.js';
 import { ROOT_INO } from '../src/inodes/types.js';
-import { HomeView, type TreeSource } from '../src/inodes/view.js';
+import { HomeView, NeedsLoad, type TreeSource } from '../src/inodes/view.js';
 import type { Tree, TreeEntry } from '../src/model/tree.js';
 
 const T = (c: string): string => c.repeat(64);
@@ -57,10 +58,10 @@ async function loadAll(v: HomeView): Promise<Record<'a' | 'b' | 'c' | 's', numbe
 
 const idle = (): boolean => false;
 
-/** One try at dropping the held load of `dir` (LoadTrimmer.drop), with `inUse` saying what the kernel holds. */
+/** One try at dropping the held load of `dir` (LoadTrimmer.drop), with `inUse` saying what is open. */
 function dropLoad(v: HomeView, dir: number, inUse: (ino: number) => boolean): string {
   const t = new LoadTrimmer(v.journal, { maxRecords: 1, minAgeMs: 0, scan: 1, delayMs: 0 }, {
-    inUse, pinned: () => false, invalidate: () => undefined, standing: () => new Set(),
+    inUse, pinned: () => false, dropping: () => undefined,
   });
   return t.drop(dir);
 }
@@ -124,39 +125,24 @@ test('a change after a drop and reload is kept across a restart', async () => {
   });
 });
 
-test('the trimmer drops the oldest loads bottom up to 90 % of its budget and asks the kernel to drop what holds the rest', async () => {
+test('the trimmer drops the oldest loads bottom up to 90 % of its budget; open entries and listings keep theirs', async () => {
   await withView(async (open) => {
     const v = open();
     const { a, b, s } = await loadAll(v);
     const total = v.journal.memoryCounts().records; // root, a, b, c, f, s, x, y, w, z, h1 (h2 shares it)
     assert.equal(total, 11);
     const inUse = new Set<number>([v.lookup(b, 'z')?.ino ?? 0]);
-    const asked: Array<[number, string]> = [];
     const pinned = new Set<number>();
-    let standing: Set<number> | undefined;
     const t = new LoadTrimmer(v.journal, { maxRecords: 6, minAgeMs: 0, scan: 100, delayMs: 0 }, {
-      inUse: (ino) => inUse.has(ino), pinned: (dir) => pinned.has(dir), invalidate: (p, n) => void asked.push([p, n]),
-      standing: () => standing,
+      inUse: (ino) => inUse.has(ino), pinned: (dir) => pinned.has(dir), dropping: () => undefined,
     });
     t.trim(Date.now());
-    // Oldest first: root (blocked by its loaded directories; it would ask for its entries in use: none), a
-    // (blocked by s), s (goes, and a right after it), b (z is in use), c (hard links: kept).
+    // Oldest first: root (blocked by its loaded directories), a (blocked by s), s (goes, and a right after
+    // it), b (z is open), c (hard links: kept).
     assert.equal(t.dropped, 2);
     assert.equal(v.journal.get(s), undefined, "s's record went with a's load");
     assert.equal(v.journal.get(a)?.loaded, false);
     assert.equal(v.journal.memoryCounts().records, 7);
-    assert.deepEqual(asked, [], 'no directory name is dropped while nobody knows where processes stand');
-    standing = new Set([ROOT_INO, b]);
-    t.trim(Date.now());
-    assert.deepEqual(asked, [], 'nor the name of one a process stands in');
-    standing = new Set([ROOT_INO]);
-    t.trim(Date.now());
-    assert.deepEqual(asked, [[ROOT_INO, 'b']], 'b is blocked by z, which the kernel holds: it is asked to drop b');
-    t.trim(Date.now());
-    assert.equal(asked.length, 1, 'not asked again until the kernel looks b up again');
-    t.referenced(b);
-    t.trim(Date.now());
-    assert.deepEqual(asked, [[ROOT_INO, 'b'], [ROOT_INO, 'b']]);
     inUse.clear();
     pinned.add(b);
     t.trim(Date.now());
@@ -170,12 +156,60 @@ test('the trimmer drops the oldest loads bottom up to 90 % of its budget and ask
   });
 });
 
+test('entries the kernel holds leave memory with their load and come back on the first request about them', async () => {
+  await withView(async (open) => {
+    const v = open();
+    const { a, s } = await loadAll(v);
+    const [x, w] = [v.lookup(a, 'x')?.ino ?? 0, v.lookup(s, 'w')?.ino ?? 0];
+    for (const ino of [a, s, x, w]) v.ref(ino); // the kernel was told of them (a walk, a stat)
+    const t = v.startTrimming({ maxRecords: 1, minAgeMs: 0, scan: 100, delayMs: 0 }, { pinned: () => false });
+    t.trim(Date.now());
+    assert.equal(v.journal.get(w), undefined, 'w went though the kernel holds it');
+    assert.equal(v.journal.get(s), undefined, 's went with the load of a');
+    assert.equal(v.trimCounts.remembered, 3, 'x, s and w: s is held, and holds w');
+    assert.equal(v.attrs(s).mode, 0o755, "a directory's attributes are at hand");
+    assert.equal(v.journal.get(s), undefined, 'without bringing it back');
+    assert.throws(() => v.attrs(w), NeedsLoad, 'a file is brought back for them');
+    assert.throws(() => v.get(w), NeedsLoad, 'a request about w brings it back before it is answered');
+    assert.throws(() => v.get(987_654_321), /ENOENT|no inode/, 'a number nobody holds is no inode');
+    await v.ensureLoaded(w);
+    assert.equal(v.get(w).ino, w, 'w is back with the same number, through s');
+    assert.equal(v.lookup(s, 'w')?.ino, w);
+    assert.equal(v.get(s).loaded, true);
+    assert.equal(v.trimCounts.remembered, 0, 'the loads of a and s brought x back too');
+    t.trim(Date.now());
+    assert.equal(v.trimCounts.remembered, 3, 'dropped again');
+    v.forget(x, 1);
+    assert.equal(v.trimCounts.remembered, 2, "the kernel's forget lets x go");
+    assert.throws(() => v.get(x), /ENOENT|no inode/);
+    v.stopTrimming();
+    await v.journal.close();
+  });
+});
+
+test('a remembered directory stays while the kernel holds something below it, and goes with the last of it', async () => {
+  await withView(async (open) => {
+    const v = open();
+    const { a, s } = await loadAll(v);
+    const w = v.lookup(s, 'w')?.ino ?? 0;
+    v.ref(w); // the kernel holds w (and, as far as the daemon knows, not s)
+    const t = v.startTrimming({ maxRecords: 1, minAgeMs: 0, scan: 100, delayMs: 0 }, { pinned: () => false });
+    t.trim(Date.now());
+    assert.equal(v.journal.get(a)?.loaded, false);
+    assert.equal(v.trimCounts.remembered, 2, 'w, and s, which w is in');
+    v.forget(w, 1);
+    assert.equal(v.trimCounts.remembered, 0, 's goes with w');
+    v.stopTrimming();
+    await v.journal.close();
+  });
+});
+
 test('loads younger than the minimum age stay', async () => {
   await withView(async (open) => {
     const v = open();
     await loadAll(v);
     const t = new LoadTrimmer(v.journal, { maxRecords: 2, minAgeMs: 60_000, scan: 100, delayMs: 0 }, {
-      inUse: () => false, pinned: () => false, invalidate: () => undefined, standing: () => new Set(),
+      inUse: () => false, pinned: () => false, dropping: () => undefined,
     });
     t.trim(Date.now());
     assert.equal(t.dropped, 0);

@@ -83,7 +83,6 @@ typedef struct hf_session {
   int answered;                /* this loop turn drained a request: the next prepare waits awake */
   int spin_skip;               /* turns left in which the awake wait is skipped (another task used the CPU) */
   hf_idlepoll *idle;           /* the idle pollers (idlepoll.c), or NULL */
-  struct hf_notifier *notifier; /* the thread that sends invalEntryLater's notifications (notify.c), or NULL */
 } hf_session;
 
 /* A spin-wait hint to the CPU (and to a hypervisor's pause-loop detection). */
@@ -95,10 +94,6 @@ static inline void hf_cpu_relax(void) {
 #endif
 }
 
-/* notify.c: dentry invalidations from a thread of their own. */
-typedef struct hf_notifier hf_notifier;
-int hf_notify_enqueue(hf_session *s, uint64_t parent, const char *name, size_t len);
-void hf_notify_stop(hf_session *s);
 
 /* idlepoll.c: threads that keep the other CPUs from halting while requests flow (window 0 or one CPU: NULL). */
 hf_idlepoll *hf_idlepoll_start(uint64_t window_ns);

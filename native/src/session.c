@@ -220,7 +220,6 @@ void hf_session_teardown(hf_session *s, const char *reason, int external, int ex
   if (s->prep) uv_prepare_stop(s->prep);
   hf_idlepoll_stop(s->idle);
   s->idle = NULL;
-  hf_notify_stop(s);
   if (external) fuse_session_exit(s->se);
   if (!exiting) uv_close((uv_handle_t *)s->poll, poll_closed);
   if (!exiting && s->prep) { uv_close((uv_handle_t *)s->prep, poll_closed); s->prep = NULL; }
@@ -475,18 +474,16 @@ napi_value hf_inval_inode(napi_env env, napi_callback_info info) {
   napi_create_int32(env, res, &r); return r;
 }
 
-/* invalEntry(session, parent, name, later) -> 0 | -errno; later: queued for the notify thread (notify.c) */
+/* invalEntry(session, parent, name) -> 0 | -errno */
 napi_value hf_inval_entry(napi_env env, napi_callback_info info) {
-  size_t argc = 4; napi_value argv[4]; napi_value r;
+  size_t argc = 3; napi_value argv[3]; napi_value r;
   HF_CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   hf_session *s = hf_get_session(env, argv[0]);
   int res = -ENOTCONN;
   char name[1024]; size_t n = 0;
-  bool later = false;
-  if (argc > 3) napi_get_value_bool(env, argv[3], &later);
   if (s && s->state == S_MOUNTED && napi_get_value_string_utf8(env, argv[2], name, sizeof(name), &n) == napi_ok) {
     double parent = 0; napi_get_value_double(env, argv[1], &parent);
-    res = later ? hf_notify_enqueue(s, (uint64_t)parent, name, n) : fuse_lowlevel_notify_inval_entry(s->se, (fuse_ino_t)parent, name, n);
+    res = fuse_lowlevel_notify_inval_entry(s->se, (fuse_ino_t)parent, name, n);
   }
   napi_create_int32(env, res, &r); return r;
 }

@@ -298,7 +298,7 @@ export function register(program: Command): void {
     .option('--idle-seal <duration>', 'seal a parked home at most this often', '5m')
     .option('--park-after <duration>', 'idle time after which the home is parked', '10s')
     .option('--protect-interval <duration>', 'while active, every change reaches the store within this long, fsync\'d or not (0: off)', '10s')
-    .option('--max-records <n>', 'entries of the home kept in memory at most: beyond, unchanged directories are unloaded and read from their trees again when used (0: no limit)', String(defaults.maxRecords))
+    .option('--max-records <n>', 'entries of the home kept in memory at most: beyond, unchanged directories are unloaded and read from their trees again when a request needs them (0: no limit)', String(defaults.maxRecords))
     .option('--no-write-behind', 'do not upload quiet changed files in the background (fsync and sleep then upload everything)')
     .option('--background-writes <n>', 'uploads that write-behind and background seals keep in flight while users\' requests flow (0: none until they pause)', String(defaults.backgroundWrites))
     .option('--lease-ttl <duration>', 'lease lifetime without renewal', '30s')

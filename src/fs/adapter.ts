@@ -20,7 +20,6 @@ import { Xattrs } from '../inodes/xattrs.js';
 import { CorruptObjectError, FormatError, NotFoundError, StoreUnavailableError } from '../util/errors.js';
 import { attrOf, entryOf, kindOfMode, toNs, type Timeouts } from './attr.js';
 import { Listings } from './listings.js';
-import { ProcessDirs } from './cwds.js';
 import { PassthroughOpens } from './passthrough.js';
 import { allLocal } from '../inodes/filestate.js';
 import { CommittedReplies } from './replies.js';
@@ -111,12 +110,7 @@ export class FuseAdapter {
       this.view.stopTrimming();
       return;
     }
-    const standing = new ProcessDirs(s.mountpoint, (names) => this.view.dirsAlong(names));
-    this.view.startTrimming({ ...defaults.trim, maxRecords: max }, {
-      pinned: (dir) => this.listings.listing(dir),
-      invalidate: (parent, name) => void s.invalEntryLater(parent, name),
-      standing: () => standing.current(),
-    });
+    this.view.startTrimming({ ...defaults.trim, maxRecords: max }, { pinned: (dir) => this.listings.listing(dir) });
   }
 
   get session(): Session | undefined {
@@ -226,7 +220,7 @@ export class FuseAdapter {
       }),
       // No reply: what a forget changes (an unlinked file's record removed) joins the next batch.
       forget: (ino, n) => this.view.journal.deferred(() => this.view.forget(ino, n)),
-      getattr: (req, ino) => this.run(req, 'getattr', 0, () => this.s.attr(req, attrOf(this.view.get(ino)), this.t.attr)),
+      getattr: (req, ino) => this.run(req, 'getattr', 0, () => this.s.attr(req, attrOf(this.view.attrs(ino)), this.t.attr)),
       setattr: (req, ino, set, fh) => this.run(req, 'setattr', 0, () => this.setattr(req, ino, set, fh)),
       readlink: (req, ino) => this.run(req, 'readlink', 0, () => {
         const node = this.view.get(ino);
@@ -367,11 +361,13 @@ export class FuseAdapter {
       },
       statfs: (req) => this.s.statfs(req, this.hooks.statfs()),
       setxattr: (req, ino, name, value, flags) => this.run(req, 'setxattr', 0, () => {
+        this.view.get(ino); // a record the trim dropped comes back first (NeedsLoad)
         this.writable();
         this.xattrs.set(ino, name, value, flags);
         this.s.err(req, 0);
       }),
       getxattr: (req, ino, name, size) => this.run(req, 'getxattr', 0, () => {
+        this.view.get(ino); // a record the trim dropped comes back first (NeedsLoad)
         const v = this.xattrs.get(ino, name);
         // The kernel asks for security.capability before every write: answer without building an error
         // (and let the binding answer the next ones for an inode with no xattrs at all).
@@ -381,6 +377,7 @@ export class FuseAdapter {
         else this.s.buf(req, v);
       }),
       listxattr: (req, ino, size) => this.run(req, 'listxattr', 0, () => {
+        this.view.get(ino); // a record the trim dropped comes back first (NeedsLoad)
         const names = this.xattrs.list(ino);
         const buf = Buffer.from(names.map((n) => `${n}\0`).join(''));
         if (size === 0) this.s.xattrSize(req, buf.length);
@@ -388,6 +385,7 @@ export class FuseAdapter {
         else this.s.buf(req, buf);
       }),
       removexattr: (req, ino, name) => this.run(req, 'removexattr', 0, () => {
+        this.view.get(ino); // a record the trim dropped comes back first (NeedsLoad)
         this.writable();
         this.xattrs.remove(ino, name);
         this.s.err(req, 0);

@@ -109,7 +109,6 @@ export class CommittedReplies implements Session {
     return this.inner.invalEntry(parent, name);
   }
 
-  invalEntryLater(parent: number, name: string): number { return this.inner.invalEntryLater(parent, name); }
   markNoXattrs(ino: number): void { this.inner.markNoXattrs(ino); }
   backingOpen(fd: number): number { return this.inner.backingOpen(fd); }
   backingClose(id: number): number { return this.inner.backingClose(id); }

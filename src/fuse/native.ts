@@ -17,7 +17,7 @@ export interface NativeAddon {
     passthrough: boolean): NativeSession;
   unmount(s: NativeSession, exiting: boolean): void;
   invalInode(s: NativeSession, ino: number, off: number, len: number): number;
-  invalEntry(s: NativeSession, parent: number, name: string, later?: boolean): number;
+  invalEntry(s: NativeSession, parent: number, name: string): number;
   setScratch(a: Float64Array): void;
   replyErr(req: Req, errno: number): void;
   replyNone(req: Req): void;

@@ -126,9 +126,6 @@ export class FuseSession implements Session {
   invalEntry(parent: number, name: string): number {
     return this.closed || !this.handle ? -107 : this.addon.invalEntry(this.handle, parent, name);
   }
-  invalEntryLater(parent: number, name: string): number {
-    return this.closed || !this.handle ? -107 : this.addon.invalEntry(this.handle, parent, name, true);
-  }
 
   backingOpen(fd: number): number { return this.handle ? this.addon.backingOpen(this.handle, fd) : -107; }
   backingClose(id: number): number { return this.handle ? this.addon.backingClose(this.handle, id) : -107; }

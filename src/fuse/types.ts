@@ -193,12 +193,6 @@ export interface Session extends Reply {
    */
   invalEntry(parent: number, name: string): number;
   /**
-   * Queues the same notification for a thread of the binding's own, which sends it whenever the kernel
-   * takes it: safe to call at any time. Returns 0 once queued (or -errno); what the kernel answered is not
-   * reported.
-   */
-  invalEntryLater(parent: number, name: string): number;
-  /**
    * The binding answers getxattr (ENODATA) and listxattr (no names) of `ino` itself, without calling the
    * handlers, until `revokeNoXattrs(ino)` or the unmount. Best effort: a mark may be dropped at any time
    * (the binding's table is bounded) and the handlers then answer again. Mark only an inode whose empty

@@ -31,8 +31,8 @@ export interface StatusInput {
   pushpack: { bytesFetched: number } | null;
   /** Blocks of large files hashed and uploaded while they were written (seal/preseal.ts); null when off. */
   preseal: { hashed: number; uploaded: number } | null;
-  /** Directory loads dropped to keep the records under the budget, and names the kernel was asked to drop (inodes/trim.ts). */
-  trim: { dropped: number; invalidations: number };
+  /** Directory loads dropped to keep the records under the budget, and entries the kernel holds whose records went with them (inodes/trim.ts). */
+  trim: { dropped: number; remembered: number };
   /** Write-behind and continuous protection (home/protect.ts): backlog, oldest change not in the store, throughput; null when read-only. */
   protection: ProtectionReport | null;
   /** FUSE passthrough: 'on', or 'off: <why>'; its opens so far (null before INIT) and the files open for writing through it. */
@@ -69,7 +69,7 @@ export function homeStatus(h: StatusInput): Record<string, unknown> {
     bytesFetched: c.bytesFetched + (h.hotset.warm?.bytesFetched ?? 0) + (h.nspack?.bytesFetched ?? 0) + (h.pushpack?.bytesFetched ?? 0),
     bytesTouched: h.hotset.touchedBytes, hotset: h.hotset, nspack: h.nspack, pushpack: h.pushpack, preseal: h.preseal, protection: h.protection, fuse: h.fuse,
     fsync: h.cfg.fsync, readOnly: h.cfg.readOnly, metricsUrl: h.metricsUrl ?? null,
-    memory: { ...memoryReport(h.journal), loadsDropped: h.trim.dropped, invalidations: h.trim.invalidations },
+    memory: { ...memoryReport(h.journal), loadsDropped: h.trim.dropped, remembered: h.trim.remembered },
   };
 }
 

@@ -8,22 +8,18 @@
  *
  * - **Bottom up.** A load whose entries include a loaded directory waits for that directory's own load to
  *   go; when a load goes, its parent's load is tried at once.
- * - **Not what the kernel holds.** The kernel may ask about any entry it was told of until it forgets it,
- *   and after a `find` it remembers every one. So a load blocked by an entry still in use asks the kernel
- *   to drop the directory's name (a dentry invalidation, sent from the binding's own thread:
- *   `invalEntryLater`). The kernel then drops that subtree's unused dentries and sends FORGETs, after which
- *   the loads inside it can go. A directory is asked about once, until the kernel looks it up again.
+ * - **Not what is open.** A load with an entry a handle holds open stays. An entry the kernel only knows of
+ *   (it holds a lookup reference) does not keep the load: the kernel keeps its dentries, inodes and cached
+ *   listings, and a request about such an entry brings its records back first (view.ts `restore`, told of
+ *   each dropped load through `dropping`). The kernel's caches are its own to keep: a second walk of the
+ *   home is served from them, without a request.
  *
  * Loads younger than `minAgeMs` stay (a request between two awaits may still count on one), and so do the
  * loads of directories being listed (`pinned`: a reader's listing refers to their entries' records).
  * Trimming runs on a timer while over budget, a bounded number of loads at a time, and stops at 90 % of the
  * budget so that it does not run at every new load.
  */
-import { ROOT_INO } from './types.js';
 import type { Journal } from './journal.js';
-
-/** Directories remembered as asked about, at most. */
-const MAX_INVALIDATED = 65_536;
 
 export interface TrimOptions {
   /** Records in memory above which loads are dropped (0: never). */
@@ -37,17 +33,12 @@ export interface TrimOptions {
 }
 
 export interface TrimHooks {
-  /** The kernel holds the inode, or it is open. */
+  /** A handle holds the inode open. */
   inUse(ino: number): boolean;
   /** A reader is in the middle of listing the directory. */
   pinned(dir: number): boolean;
-  /** Asks the kernel to drop the name `name` of `parent` (and what it holds below it). */
-  invalidate(parent: number, name: string): void;
-  /**
-   * Directories processes stand in or below (fs/cwds.ts), whose names must stay: undefined while not known,
-   * and then no directory's name is dropped.
-   */
-  standing(): ReadonlySet<number> | undefined;
+  /** The load of `dir`, whose entries are `entries`, is about to go. */
+  dropping(dir: number, entries: readonly number[]): void;
 }
 
 export class LoadTrimmer {
@@ -58,24 +49,14 @@ export class LoadTrimmer {
    * directory whose subdirectories go one by one is not scanned from its start after each.
    */
   private readonly cursors = new Map<number, { inos: number[]; pos: number }>();
-  /** Names of directories found in their parents (a large parent is not scanned once per subdirectory). */
-  private readonly names = new Map<number, string>();
-  /** Directories whose name the kernel was asked to drop, until it looks one up again. */
-  private readonly invalidated = new Set<number>();
-  /** Loads dropped and names invalidated so far (status). */
+  /** Loads dropped so far (status). */
   dropped = 0;
-  invalidations = 0;
 
   constructor(private readonly journal: Journal, private readonly opts: TrimOptions, private readonly hooks: TrimHooks) {}
 
   /** More records are in memory than the budget allows. */
   get over(): boolean {
     return this.opts.maxRecords > 0 && this.journal.memoryCounts().records > this.opts.maxRecords;
-  }
-
-  /** The kernel was told of `ino` (again): a later invalidation of it means something once more. */
-  referenced(ino: number): void {
-    if (this.invalidated.size > 0) this.invalidated.delete(ino);
   }
 
   /** Runs a trim soon if the records are over budget. */
@@ -101,13 +82,8 @@ export class LoadTrimmer {
         this.journal.deferLoad(dir);
         continue;
       }
-      const r = this.drop(dir);
-      if (r === 'dropped') {
-        this.upFrom(dir, now);
-      } else {
-        if (r === 'blocked') this.invalidate(dir);
-        this.journal.deferLoad(dir); // looked at again after the others
-      }
+      if (this.drop(dir) === 'dropped') this.upFrom(dir, now);
+      else this.journal.deferLoad(dir); // looked at again after the others
     }
     this.soon();
   }
@@ -150,48 +126,10 @@ export class LoadTrimmer {
       }
     }
     this.cursors.delete(dir);
+    this.hooks.dropping(dir, this.journal.heldEntries(dir));
     this.journal.dropHeldLoad(dir);
     this.dropped++;
     return 'dropped';
-  }
-
-  /**
-   * Asks the kernel to drop `dir`'s name in its parent (for the root: the names of its entries it holds),
-   * unless a process stands in it or below it (a directory's name is never dropped while that is not known).
-   */
-  private invalidate(dir: number): void {
-    const standing = this.hooks.standing();
-    const may = (ino: number): boolean => standing !== undefined ? !standing.has(ino) : this.journal.get(ino)?.kind !== 'dir';
-    if (dir === ROOT_INO) {
-      for (const [name, ino] of this.journal.children(ROOT_INO)) if (this.hooks.inUse(ino) && may(ino)) this.ask(ROOT_INO, name, ino);
-      return;
-    }
-    const parent = this.journal.get(dir)?.parents[0];
-    if (parent === undefined || !may(dir)) return;
-    const name = this.nameIn(parent, dir);
-    if (name !== undefined) this.ask(parent, name, dir);
-  }
-
-  /** The name of `dir` in `parent`: remembered (checked, since a rename may have changed it), else found. */
-  private nameIn(parent: number, dir: number): string | undefined {
-    const known = this.names.get(dir);
-    if (known !== undefined && this.journal.child(parent, known) === dir) return known;
-    // One scan remembers every subdirectory's name: they are asked about one after another.
-    if (this.names.size >= MAX_INVALIDATED) this.names.clear();
-    let found: string | undefined;
-    for (const [name, ino] of this.journal.children(parent)) {
-      if (ino === dir) found = name;
-      if (this.journal.get(ino)?.kind === 'dir') this.names.set(ino, name);
-    }
-    return found;
-  }
-
-  private ask(parent: number, name: string, ino: number): void {
-    if (this.invalidated.has(ino)) return;
-    if (this.invalidated.size >= MAX_INVALIDATED) this.invalidated.clear(); // at worst, a name is asked about twice
-    this.invalidated.add(ino);
-    this.invalidations++;
-    this.hooks.invalidate(parent, name);
   }
 
   close(): void {

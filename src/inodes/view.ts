@@ -13,6 +13,8 @@ import { E, fsErr, nowNs } from './errors.js';
 import { cleanContent, emptyContent } from './filestate.js';
 import { childKey, type Journal } from './journal.js';
 import { ROOT_INO, type Inode } from './types.js';
+import { DERIVED_INO_BASE } from '../model/inos.js';
+import { InoMap } from '../util/inomap.js';
 import { LoadTrimmer, type TrimHooks, type TrimOptions } from './trim.js';
 
 export interface TreeSource {
@@ -22,6 +24,8 @@ export interface TreeSource {
 }
 
 export const NAME_MAX = 255;
+/** Directories a restore walks up at most (a chain of remembered entries is a path in the tree). */
+const MAX_DEPTH = 4096;
 const RENAME_NOREPLACE = 1;
 const RENAME_EXCHANGE = 2;
 
@@ -45,6 +49,19 @@ export class HomeView {
   private readonly lookups = new Map<number, number>();
   /** Open handles per inode. */
   private readonly opens = new Map<number, number>();
+  /**
+   * Entries whose records left memory with their directory's load (trim.ts) while the kernel still holds
+   * them, or holds something below them: each one's directory. A request about one brings it back (`restore`).
+   */
+  private readonly remembered = new InoMap();
+  /** Per directory, how many of its entries are remembered. */
+  private readonly rememberedIn = new Map<number, number>();
+  /**
+   * The records of remembered directories, for their attributes only (`attrs`): a walk that comes back
+   * stats every directory it read (the kernel takes a listing it read itself to have moved the atime), and
+   * nothing changes a directory's record before a request brings it back.
+   */
+  private readonly rememberedDirs = new Map<number, Inode>();
   /** Called, inside the transaction that removes it, when an unlinked inode is finally released. */
   onReclaim: (node: Inode) => void = () => undefined;
   /** The last open handle of `ino` was closed (write-behind then counts the file quiet sooner). */
@@ -62,9 +79,22 @@ export class HomeView {
   constructor(readonly journal: Journal, private readonly trees: TreeSource) {}
 
   /** Keeps the records in memory under `opts.maxRecords` from now on; the hooks say what the FUSE layer holds. */
-  startTrimming(opts: TrimOptions, hooks: Omit<TrimHooks, 'inUse'>): LoadTrimmer {
+  startTrimming(opts: TrimOptions, hooks: Omit<TrimHooks, 'inUse' | 'dropping'>): LoadTrimmer {
     this.trimmer?.close();
-    this.trimmer = new LoadTrimmer(this.journal, opts, { ...hooks, inUse: (ino) => this.lookups.has(ino) || this.opens.has(ino) });
+    this.trimmer = new LoadTrimmer(this.journal, opts, {
+      ...hooks,
+      // A number from the counter (a collision at load) may differ when the tree is loaded again: while the
+      // kernel holds one, its load stays.
+      inUse: (ino) => this.opens.has(ino) || (ino < DERIVED_INO_BASE && this.lookups.has(ino)),
+      dropping: (dir, entries) => {
+        for (const ino of entries) {
+          if (!this.lookups.has(ino) && !this.rememberedIn.has(ino)) continue;
+          this.remember(ino, dir);
+          const r = this.journal.get(ino);
+          if (r?.kind === 'dir') this.rememberedDirs.set(ino, r);
+        }
+      },
+    });
     return this.trimmer;
   }
 
@@ -78,9 +108,9 @@ export class HomeView {
     return this.trimmer?.over ?? false;
   }
 
-  /** Loads dropped and names invalidated to stay under the budget (status). */
-  get trimCounts(): { dropped: number; invalidations: number } {
-    return { dropped: this.trimmer?.dropped ?? 0, invalidations: this.trimmer?.invalidations ?? 0 };
+  /** Loads dropped to stay under the budget, and entries the kernel holds whose records are not in memory (status). */
+  get trimCounts(): { dropped: number; remembered: number } {
+    return { dropped: this.trimmer?.dropped ?? 0, remembered: this.remembered.size };
   }
 
   /** Creates the root inode on a fresh journal: the base snapshot's root tree, or an empty directory. */
@@ -100,8 +130,16 @@ export class HomeView {
   get(ino: number): Inode {
     this.refresh?.(ino);
     const i = this.journal.get(ino);
-    if (!i) throw fsErr(E.ENOENT, `no inode ${ino}`);
+    if (!i) {
+      if (this.remembered.has(ino)) throw new NeedsLoad(ino);
+      throw fsErr(E.ENOENT, `no inode ${ino}`);
+    }
     return i;
+  }
+
+  /** The inode's record for its attributes: a remembered directory's need not come back first (see `rememberedDirs`). */
+  attrs(ino: number): Inode {
+    return (this.journal.get(ino) ? undefined : this.rememberedDirs.get(ino)) ?? this.get(ino);
   }
 
   /** The inode, or undefined if it is gone. */
@@ -118,9 +156,13 @@ export class HomeView {
 
   // ---- lazy loading -------------------------------------------------------------------------------
 
-  /** undefined when the directory is loaded (or not a directory); otherwise a promise that loads it. */
+  /**
+   * undefined when the directory is loaded (or not a directory); otherwise a promise that loads it, or that
+   * brings back the record of an entry whose load was dropped while the kernel held it (`restore`).
+   */
   ensureLoaded(ino: number): Promise<void> | undefined {
     const d = this.journal.get(ino);
+    if (!d && this.remembered.has(ino)) return this.restore(ino);
     if (!d || d.kind !== 'dir' || d.loaded || !d.tree) return undefined;
     const tree = d.tree;
     return this.loading.run(ino, async () => {
@@ -129,6 +171,46 @@ export class HomeView {
       if (!cur || cur.loaded) return;
       this.materialize(cur, t);
     });
+  }
+
+  /**
+   * Loads the directories down to remembered entry `ino` from the nearest one whose record is in memory: the
+   * tree gives each entry its inode number again (model/inos.ts). An entry its directory no longer lists
+   * with that number is forgotten (a request about it then finds no inode).
+   */
+  private async restore(ino: number): Promise<void> {
+    const path: number[] = [];
+    for (let x = ino; !this.journal.get(x); ) {
+      const dir = this.remembered.get(x);
+      if (dir === undefined || path.length > MAX_DEPTH) return;
+      path.push(dir);
+      x = dir;
+    }
+    for (let i = path.length - 1; i >= 0; i--) await this.ensureLoaded(path[i] as number);
+    if (!this.journal.get(ino)) this.unremember(ino);
+  }
+
+  private remember(ino: number, dir: number): void {
+    if (this.remembered.has(ino)) return;
+    this.remembered.set(ino, dir);
+    this.rememberedIn.set(dir, (this.rememberedIn.get(dir) ?? 0) + 1);
+  }
+
+  /** `ino` is in memory again, or gone: so is, up the tree, each remembered directory nothing holds any more. */
+  private unremember(ino: number): void {
+    for (let x: number | undefined = ino; x !== undefined; ) {
+      const dir = this.remembered.get(x);
+      if (dir === undefined) return;
+      this.remembered.delete(x);
+      this.rememberedDirs.delete(x);
+      const left = (this.rememberedIn.get(dir) ?? 1) - 1;
+      if (left > 0) {
+        this.rememberedIn.set(dir, left);
+        return;
+      }
+      this.rememberedIn.delete(dir);
+      x = this.lookups.has(dir) || this.journal.get(dir) ? undefined : dir;
+    }
   }
 
   private materialize(d: Inode, t: Tree): void {
@@ -146,6 +228,7 @@ export class HomeView {
           if (e.link !== undefined) this.journal.setLinkIno(e.link, ino);
         }
         this.journal.setChild(d.ino, e.name, ino);
+        if (this.remembered.size > 0) this.unremember(ino);
         if (e.kind === 'dir') {
           subdirs++;
           if (e.tree) subtrees.push(e.tree);
@@ -161,7 +244,6 @@ export class HomeView {
 
   ref(ino: number, n = 1): void {
     this.lookups.set(ino, (this.lookups.get(ino) ?? 0) + n);
-    this.trimmer?.referenced(ino);
   }
 
   forget(ino: number, n: number): void {
@@ -169,6 +251,7 @@ export class HomeView {
     if (left > 0) this.lookups.set(ino, left);
     else {
       this.lookups.delete(ino);
+      if (this.remembered.has(ino) && !this.rememberedIn.has(ino)) this.unremember(ino);
       this.maybeReclaim(ino);
       this.trimmer?.soon();
     }
@@ -208,19 +291,6 @@ export class HomeView {
     const node = ino === undefined ? undefined : this.journal.get(ino);
     if (node && this.onLookup) this.onLookup(parent, name, node);
     return node;
-  }
-
-  /** The root and the directories along `names` below it, as far as loaded records reach (no loading). */
-  dirsAlong(names: readonly string[]): number[] {
-    const out = [ROOT_INO];
-    let at = ROOT_INO;
-    for (const name of names) {
-      const ino = this.journal.get(at)?.loaded ? this.journal.child(at, name) : undefined;
-      if (ino === undefined || this.journal.get(ino)?.kind !== 'dir') break;
-      out.push(ino);
-      at = ino;
-    }
-    return out;
   }
 
   /** Sorted directory listing (name, inode), without "." and "..". */
