@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Journal } from '../src/inodes/journal.js';
 import { LoadTrimmer } from '../src/inodes/trim.js';
+import { Xattrs } from '../src/inodes/xattrs.js';
 import { ROOT_INO } from '../src/inodes/types.js';
 import { HomeView, NeedsLoad, type TreeSource } from '../src/inodes/view.js';
 import type { Tree, TreeEntry } from '../src/model/tree.js';
@@ -170,6 +171,7 @@ test('entries the kernel holds leave memory with their load and come back on the
     assert.equal(v.attrs(s).mode, 0o755, "a directory's attributes are at hand");
     assert.equal(v.journal.get(s), undefined, 'without bringing it back');
     assert.throws(() => v.attrs(w), NeedsLoad, 'a file is brought back for them');
+    assert.throws(() => new Xattrs(v.journal, (ino) => v.get(ino)).list(x), NeedsLoad, 'and for its extended attributes');
     assert.throws(() => v.get(w), NeedsLoad, 'a request about w brings it back before it is answered');
     assert.throws(() => v.get(987_654_321), /ENOENT|no inode/, 'a number nobody holds is no inode');
     await v.ensureLoaded(w);

@@ -66,7 +66,7 @@ export class FuseAdapter {
     // loads change neither), so cached ones stay right for as long as the kernel keeps them.
     private readonly t: Timeouts = { attr: 60, entry: 60, negative: 1 },
   ) {
-    this.xattrs = new Xattrs(view.journal);
+    this.xattrs = new Xattrs(view.journal, (ino) => view.get(ino));
     this.passthrough = new PassthroughOpens(() => this.replies, upper, log);
   }
 
@@ -361,13 +361,11 @@ export class FuseAdapter {
       },
       statfs: (req) => this.s.statfs(req, this.hooks.statfs()),
       setxattr: (req, ino, name, value, flags) => this.run(req, 'setxattr', 0, () => {
-        this.view.get(ino); // a record the trim dropped comes back first (NeedsLoad)
         this.writable();
         this.xattrs.set(ino, name, value, flags);
         this.s.err(req, 0);
       }),
       getxattr: (req, ino, name, size) => this.run(req, 'getxattr', 0, () => {
-        this.view.get(ino); // a record the trim dropped comes back first (NeedsLoad)
         const v = this.xattrs.get(ino, name);
         // The kernel asks for security.capability before every write: answer without building an error
         // (and let the binding answer the next ones for an inode with no xattrs at all).
@@ -377,7 +375,6 @@ export class FuseAdapter {
         else this.s.buf(req, v);
       }),
       listxattr: (req, ino, size) => this.run(req, 'listxattr', 0, () => {
-        this.view.get(ino); // a record the trim dropped comes back first (NeedsLoad)
         const names = this.xattrs.list(ino);
         const buf = Buffer.from(names.map((n) => `${n}\0`).join(''));
         if (size === 0) this.s.xattrSize(req, buf.length);
@@ -385,7 +382,6 @@ export class FuseAdapter {
         else this.s.buf(req, buf);
       }),
       removexattr: (req, ino, name) => this.run(req, 'removexattr', 0, () => {
-        this.view.get(ino); // a record the trim dropped comes back first (NeedsLoad)
         this.writable();
         this.xattrs.remove(ino, name);
         this.s.err(req, 0);

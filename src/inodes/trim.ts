@@ -33,7 +33,7 @@ export interface TrimOptions {
 }
 
 export interface TrimHooks {
-  /** A handle holds the inode open. */
+  /** The entry keeps its load: a handle holds it open (or, view.ts, the kernel holds a number a reload could change). */
   inUse(ino: number): boolean;
   /** A reader is in the middle of listing the directory. */
   pinned(dir: number): boolean;

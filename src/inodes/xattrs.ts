@@ -14,13 +14,12 @@ const XATTR_CREATE = 1;
 const XATTR_REPLACE = 2;
 
 export class Xattrs {
-  constructor(private readonly journal: Journal) {}
-
-  private node(ino: number): Inode {
-    const n = this.journal.get(ino);
+  /** `node`: the inode's record (view.ts `get`: ENOENT when gone, NeedsLoad when it must come back first). */
+  constructor(private readonly journal: Journal, private readonly node: (ino: number) => Inode = (ino) => {
+    const n = journal.get(ino);
     if (!n) throw fsErr(E.ENOENT);
     return n;
-  }
+  }) {}
 
   get(ino: number, name: string): Buffer | undefined {
     return this.node(ino).xattrs?.find(([n]) => n === name)?.[1];
