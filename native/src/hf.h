@@ -94,7 +94,6 @@ static inline void hf_cpu_relax(void) {
 #endif
 }
 
-
 /* idlepoll.c: threads that keep the other CPUs from halting while requests flow (window 0 or one CPU: NULL). */
 hf_idlepoll *hf_idlepoll_start(uint64_t window_ns);
 void hf_idlepoll_touch(hf_idlepoll *p);
