@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { chmod, chown, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +35,16 @@ function homefs(args: string[], env: Record<string, string> = {}, asUser?: numbe
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** Pids of processes still running `homefs mount … <mountpoint> … --foreground` (a daemon, early or not). */
+async function daemonsOf(mountpoint: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const pid of (await readdir('/proc')).filter((n) => /^\d+$/.test(n))) {
+    const argv = await readFile(`/proc/${pid}/cmdline`, 'utf8').then((s) => s.split('\0'), (): string[] => []);
+    if (argv.includes('mount') && argv.includes(mountpoint) && argv.includes('--foreground')) found.push(Number(pid));
+  }
+  return found;
 }
 
 function oneLine(r: Result, what: string): void {
@@ -81,6 +91,7 @@ test('exit codes: listed by --help, and distinct for usage, user error, store, d
       if (!args.includes('--bogus')) oneLine(r, args.join(' ')); // commander adds its '(run with --help for usage)'
     }
     assert.ok(!existsSync(join(work, 'data')), 'the refused mount started no daemon (no state directory, no daemon.log)');
+    assert.deepEqual(await daemonsOf(join(work, 'mnt')), [], 'no daemon started early for a refused mount is left running');
 
     // A daemon that fails before its mount is live (here: a cache directory under /proc, on which Node's
     // recursive mkdir spun forever) returns at once, with its reason, leaving no lease or pid lock.

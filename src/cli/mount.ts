@@ -27,6 +27,8 @@ import { ExitCode } from '../util/exit-codes.js';
 import { makeDirsSync } from '../util/mkdirs.js';
 import { parseListenAddr, type ListenAddr } from '../metrics/http.js';
 import type { DaemonServices } from '../daemon/services.js';
+import { errnoName, sys } from '../daemon/sys.js';
+import { awaitGo, takeEarlyDaemon, type EarlyDaemon, type GoMessage } from './early.js';
 
 interface Options {
   store?: string;
@@ -245,14 +247,32 @@ function lastLoggedError(log: string): string | null {
   return null;
 }
 
+/** The last line of what a daemon printed before it had its log file (an early daemon's pipes), if any. */
+function lastOutputLine(early: EarlyDaemon | null): string | null {
+  const lines = (early?.output() ?? '').trimEnd().split('\n');
+  return lines[lines.length - 1]?.replace(/^homefs: /, '') || null;
+}
+
+/**
+ * Starts the daemon, or hands the mount to the one bin/homefs started early (cli/early.ts), and waits until
+ * the mount is live or the daemon says why not.
+ */
 async function startBackground(cfg: MountConfig, argv: string[]): Promise<void> {
   const paths = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir);
   makeDirsSync(paths.stateDir, 0o700);
-  const logFd = openSync(paths.log, 'a', 0o600);
-  const child = spawn(process.execPath, [...process.execArgv, process.argv[1] ?? '', ...argv, '--foreground'], {
-    detached: true, stdio: ['ignore', logFd, logFd, 'ipc'],
-  });
-  closeSync(logFd);
+  const early = takeEarlyDaemon();
+  let child;
+  if (early) {
+    child = early.child;
+    child.channel?.ref();
+    child.send({ go: true, log: paths.log } satisfies GoMessage);
+  } else {
+    const logFd = openSync(paths.log, 'a', 0o600);
+    child = spawn(process.execPath, [...process.execArgv, process.argv[1] ?? '', ...argv, '--foreground'], {
+      detached: true, stdio: ['ignore', logFd, logFd, 'ipc'],
+    });
+    closeSync(logFd);
+  }
   try {
     await new Promise<void>((resolvePromise, reject) => {
       const timer = setTimeout(() => {
@@ -269,13 +289,15 @@ async function startBackground(cfg: MountConfig, argv: string[]): Promise<void> 
         clearTimeout(timer);
         // A report sent just before exiting may still be in flight: let it win.
         setTimeout(() => {
-          const why = lastLoggedError(paths.log);
+          const why = lastLoggedError(paths.log) ?? lastOutputLine(early);
           reject(new UserError(`the homefs daemon exited (${signal ?? `code ${code}`}) before the mount was live${why ? `: ${why}` : ''}; see ${paths.log}`));
         }, 100);
       });
     });
   } finally {
     if (child.connected) child.disconnect();
+    child.stdout?.destroy();
+    child.stderr?.destroy();
     child.unref();
   }
 }
@@ -317,7 +339,14 @@ export function register(program: Command): void {
       const cfg = buildConfig(ref, mnt, o);
       checkMountpoint(cfg.mountpoint, cfg);
       const metricsAddr = o.metricsAddr !== undefined ? parseListenAddr('--metrics-addr', o.metricsAddr) : undefined;
-      if (o.foreground) return runDaemon(cfg, o.logLevel, metricsAddr);
+      if (o.foreground) {
+        const logPath = await awaitGo(); // started early by bin/homefs: the command's checks passed
+        if (logPath !== null) {
+          const rc = sys().redirectStdio(logPath);
+          if (rc < 0) throw new UserError(`cannot open the daemon's log ${logPath}: ${errnoName(rc)}`);
+        }
+        return runDaemon(cfg, o.logLevel, metricsAddr);
+      }
       const argv = process.argv.slice(2).filter((a) => a !== '--foreground');
       await startBackground(cfg, argv);
       process.stdout.write(`mounted ${cfg.org}/${cfg.home} at ${cfg.mountpoint}\n`);
