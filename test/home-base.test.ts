@@ -11,13 +11,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { chooseBase } from '../src/home/base.js';
+import { chooseBase, type ReadAhead } from '../src/home/base.js';
 import { homePaths } from '../src/home/paths.js';
 import { advanceHead, readHead } from '../src/format/heads.js';
 import { isTombstone, liveHead } from '../src/fsynclog/homelog.js';
 import { ObjectStore } from '../src/format/objects.js';
 import { ForwardingStore } from '../src/store/forwarding.js';
-import { headKey, logKey } from '../src/store/keys.js';
+import { headKey, logKey, logPrefix } from '../src/store/keys.js';
+import type { ObjectInfo } from '../src/store/store.js';
 import { MemoryStore } from '../src/store/memory.js';
 import { HeadConflictError } from '../src/util/errors.js';
 import { putLogSnapshot, writeSegment } from './support/logseed.js';
@@ -28,6 +29,12 @@ const HOME = 'alice';
 /** Records the keys of create-if-absent writes in order; `crash` makes matching writes throw (the waking host dies there). */
 class WakeStore extends ForwardingStore {
   readonly created: string[] = [];
+  /** Prefixes listed, in order. */
+  readonly listed: string[] = [];
+  override list(prefix: string, limit?: number): AsyncIterable<ObjectInfo> {
+    this.listed.push(prefix);
+    return super.list(prefix, limit);
+  }
   crash: ((op: 'put' | 'putIfAbsent', key: string) => boolean) | null = null;
   /** Runs just before a create-if-absent write of `key` goes through (another writer gets there first). */
   race: ((key: string) => Promise<void>) | null = null;
@@ -45,10 +52,10 @@ class WakeStore extends ForwardingStore {
 }
 
 /** One wake of a fresh state directory as `writer`; returns HEAD's generation and where its fsyncs go. */
-async function wake(store: WakeStore, writer: string, claimant: boolean): Promise<{ log: { gen: number; nextSeq: number } | null }> {
+async function wake(store: WakeStore, writer: string, claimant: boolean, early?: ReadAhead): Promise<{ log: { gen: number; nextSeq: number } | null }> {
   const dir = await mkdtemp(join(tmpdir(), 'homefs-base-'));
   try {
-    const choice = await chooseBase(new ObjectStore(store, ORG), ORG, HOME, homePaths(ORG, HOME, join(dir, 'state'), join(dir, 'cache')), claimant, pino({ level: 'silent' }), () => Promise.resolve(), writer);
+    const choice = await chooseBase(new ObjectStore(store, ORG), ORG, HOME, homePaths(ORG, HOME, join(dir, 'state'), join(dir, 'cache')), claimant, pino({ level: 'silent' }), () => Promise.resolve(), writer, early);
     await choice.journal.close();
     return { log: choice.log ? { gen: choice.log.gen, nextSeq: choice.log.nextSeq } : null };
   } finally {
@@ -137,5 +144,41 @@ test('a segment written while the wake claims the log (its tombstone loses the r
   assert.ok(raced, 'the other writer took seq 0 first');
   assert.equal(await isTombstoneAt(mem, 0, 1), true, 'the second claim took seq 1');
   assert.deepEqual(await readHead(mem, ORG, HOME), { gen: 1, snapshot: raced.segment.snapshot }, "the raced segment was replayed: nothing fsync'd is lost");
+  assert.deepEqual(r.log, { gen: 1, nextSeq: 0 });
+});
+
+/** HEAD and its log's listing as the claim reads them ahead (home/claim.ts), from `store` now. */
+async function readAhead(store: MemoryStore): Promise<ReadAhead> {
+  const head = await readHead(store, ORG, HOME);
+  const gen = head?.gen ?? -1;
+  const infos: ObjectInfo[] = [];
+  for await (const o of store.list(logPrefix(ORG, HOME, gen))) infos.push(o);
+  let taken = false;
+  const logListing = (g: number): Promise<ObjectInfo[]> | undefined => {
+    if (g !== gen || taken) return undefined;
+    taken = true;
+    return Promise.resolve(infos);
+  };
+  return { head: Promise.resolve(head), logListing };
+}
+
+test("the claim's listing of HEAD's log serves the wake; one made before a segment landed loses the tombstone's race and is made again", async () => {
+  const mem = new MemoryStore();
+  await advanceHead(mem, ORG, HOME, null, await putLogSnapshot(mem, ORG, HOME));
+  await writeSegment(mem, ORG, HOME, 0, 0, 'old', 'fsynced before the wake');
+  const fresh = new WakeStore(mem);
+  await wake(fresh, 'new', false, await readAhead(mem));
+  assert.ok(!fresh.listed.includes(logPrefix(ORG, HOME, 0)), 'the wake did not list the log itself');
+  assert.equal(await isTombstoneAt(mem, 0, 1), true, 'its tombstone follows the listed segment');
+
+  const mem2 = new MemoryStore();
+  await advanceHead(mem2, ORG, HOME, null, await putLogSnapshot(mem2, ORG, HOME));
+  const stale = await readAhead(mem2); // an empty log, listed
+  const late = await writeSegment(mem2, ORG, HOME, 0, 0, 'old', 'fsynced after the claim listed the log');
+  const store = new WakeStore(mem2);
+  const r = await wake(store, 'new', false, stale);
+  assert.ok(store.listed.includes(logPrefix(ORG, HOME, 0)), 'the lost race made the wake list the log again');
+  assert.equal(await isTombstoneAt(mem2, 0, 1), true, 'the second claim took seq 1');
+  assert.deepEqual(await readHead(mem2, ORG, HOME), { gen: 1, snapshot: late.segment.snapshot }, "the segment the listing missed was replayed: nothing fsync'd is lost");
   assert.deepEqual(r.log, { gen: 1, nextSeq: 0 });
 });

@@ -142,6 +142,9 @@ const IMPORT_PARTS: ReadonlyArray<() => Promise<unknown>> = [
   () => import('../inodes/journal.js'),
   () => import('../cache/blockcache.js'),
   () => import('../fs/adapter.js'),
+  () => import('../fuse/index.js'),
+  () => import('../home/home.js'),
+  () => import('../daemon/services.js'),
 ];
 
 /** What the daemon tells the `homefs mount` that started it, once: the mount is live, or why it is not. */

@@ -36,11 +36,18 @@ function check(org: string, home: string): void {
   validateName('home', home);
 }
 
-/** The newest generation of the home, or null when the home has none yet. */
-export async function readHead(store: Store, org: string, home: string): Promise<HeadRecord | null> {
+/**
+ * The newest generation of the home, or null when the home has none yet. `onGen` hears the generation as
+ * soon as the listing names it, before its record is read (the claim starts listing its log then).
+ */
+export async function readHead(store: Store, org: string, home: string, onGen?: (gen: number) => void): Promise<HeadRecord | null> {
   check(org, home);
   const prefix = headsPrefix(org, home);
-  for await (const o of store.list(prefix, 1)) return parseRecord(o.key, prefix, await store.get(o.key));
+  for await (const o of store.list(prefix, 1)) {
+    const tail = o.key.slice(prefix.length);
+    if (onGen && /^[0-9]{13}$/.test(tail)) onGen(decodeGen(tail));
+    return parseRecord(o.key, prefix, await store.get(o.key));
+  }
   return null;
 }
 

@@ -168,11 +168,15 @@ export interface LogEntry {
   size: number;
 }
 
-/** The entries present in the log of generation `gen`, newest first. */
-export async function listLog(store: Store, org: string, home: string, gen: number): Promise<LogEntry[]> {
+/**
+ * The entries present in the log of generation `gen`, newest first. `listed`: that log's listing, made
+ * earlier by the caller (the claim's, home/claim.ts); a listing that failed is made again.
+ */
+export async function listLog(store: Store, org: string, home: string, gen: number, listed?: Promise<readonly ObjectInfo[]>): Promise<LogEntry[]> {
   const prefix = logPrefix(org, home, gen);
   const out: LogEntry[] = [];
-  for await (const o of store.list(prefix) as AsyncIterable<ObjectInfo>) {
+  const infos = (await listed?.catch(() => undefined)) ?? store.list(prefix);
+  for await (const o of infos as AsyncIterable<ObjectInfo> | Iterable<ObjectInfo>) {
     const tail = o.key.slice(prefix.length);
     if (/^[0-9]{13}$/.test(tail)) out.push({ seq: decodeGen(tail), size: o.size });
   }
@@ -208,10 +212,13 @@ export async function claimLog(store: Store, org: string, home: string, gen: num
  * tombstone's write still in flight (`tombstone`: its sequence number, or null when another writer took
  * that number first). Entries below a tombstone never change (each is created once, at the number after
  * the newest its writer saw), so a caller reads them while the tombstone is written; if it lost the race,
- * the caller claims again with claimLog and reads again.
+ * the caller claims again with claimLog and reads again. A listing made before the call (`listed`) is as
+ * good: an entry created since makes the tombstone's create fail, which is that same lost race.
  */
-export async function claimLogAhead(store: Store, org: string, home: string, gen: number, writer: string): Promise<{ seqs: LogEntry[]; tombstone: Promise<number | null> }> {
-  const seqs = await listLog(store, org, home, gen);
+export async function claimLogAhead(
+  store: Store, org: string, home: string, gen: number, writer: string, listed?: Promise<readonly ObjectInfo[]>,
+): Promise<{ seqs: LogEntry[]; tombstone: Promise<number | null> }> {
+  const seqs = await listLog(store, org, home, gen, listed);
   const next = (seqs[0]?.seq ?? -1) + 1;
   const tombstone = createEntry(store, logKey(org, home, gen, next), encodeTombstone({ home: `${org}/${home}`, gen, seq: next }, writer)).then((ok) => (ok ? next : null));
   tombstone.catch(() => undefined); // (awaited by the caller)

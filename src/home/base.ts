@@ -19,7 +19,7 @@ import { journalTestOptions } from '../config.js';
 import { Journal } from '../inodes/journal.js';
 import { advanceHead, readHead, type HeadRecord } from '../format/heads.js';
 import { claimLog, claimLogAhead, liveHead, OverlayStore, pendingSegment, segmentObjects, type LogEntry, type Segment } from '../fsynclog/homelog.js';
-import type { Store } from '../store/store.js';
+import type { ObjectInfo, Store } from '../store/store.js';
 import { ObjectStore } from '../format/objects.js';
 import type { Snapshot, SnapshotStats } from '../model/tree.js';
 import { HeadConflictError, UserError } from '../util/errors.js';
@@ -51,14 +51,21 @@ class HeadMoved extends Error {}
 /** Attempts at choosing a base while another writer keeps moving HEAD (each one claims its log anew). */
 const WAKE_ATTEMPTS = 5;
 
+/** What the caller read ahead since its lease look (home/claim.ts): HEAD, and its log's listing. */
+export interface ReadAhead {
+  head: Promise<HeadRecord | null>;
+  /** The listing of generation `gen`'s log, if the caller made it (taken once). */
+  logListing(gen: number): Promise<readonly ObjectInfo[]> | undefined;
+}
+
 export async function chooseBase(
   objects: ObjectStore, org: string, home: string, paths: HomePaths, claimant: boolean, log: Logger,
-  sealStale: (journal: Journal) => Promise<void>, writer: string | null, headRead?: Promise<HeadRecord | null>,
+  sealStale: (journal: Journal) => Promise<void>, writer: string | null, early?: ReadAhead,
 ): Promise<BaseChoice> {
   for (let attempt = 1; ; attempt++) {
     try {
-      // `headRead`: HEAD, read by the caller since its lease look (home.ts); a later attempt reads it anew.
-      return await chooseOnce(objects, org, home, paths, claimant, log, sealStale, writer, attempt === 1 ? headRead : undefined);
+      // `early`: read by the caller since its lease look (home.ts); a later attempt reads anew.
+      return await chooseOnce(objects, org, home, paths, claimant, log, sealStale, writer, attempt === 1 ? early : undefined);
     } catch (e) {
       if (!(e instanceof HeadMoved)) throw e;
       if (attempt >= WAKE_ATTEMPTS) throw new UserError(`HEAD of ${org}/${home} kept moving while this mount replayed its log (another host is still writing it); mount again`);
@@ -69,11 +76,11 @@ export async function chooseBase(
 
 async function chooseOnce(
   objects: ObjectStore, org: string, home: string, paths: HomePaths, claimant: boolean, log: Logger,
-  sealStale: (journal: Journal) => Promise<void>, writer: string | null, headRead: Promise<HeadRecord | null> | undefined,
+  sealStale: (journal: Journal) => Promise<void>, writer: string | null, early: ReadAhead | undefined,
 ): Promise<BaseChoice> {
   const opened = { journal: new Journal(paths.journal, journalTestOptions()) };
   try {
-    return await choose(opened, objects, org, home, paths, claimant, log, sealStale, writer, headRead);
+    return await choose(opened, objects, org, home, paths, claimant, log, sealStale, writer, early);
   } catch (e) {
     if (e instanceof HeadMoved) await opened.journal.close();
     throw e;
@@ -91,10 +98,10 @@ async function advance(objects: ObjectStore, org: string, home: string, h: HeadR
 
 async function choose(
   opened: { journal: Journal }, objects: ObjectStore, org: string, home: string, paths: HomePaths, claimant: boolean, log: Logger,
-  sealStale: (journal: Journal) => Promise<void>, writer: string | null, headRead: Promise<HeadRecord | null> | undefined,
+  sealStale: (journal: Journal) => Promise<void>, writer: string | null, early: ReadAhead | undefined,
 ): Promise<BaseChoice> {
   let journal = opened.journal;
-  const found = await (headRead ?? readHead(objects.store, org, home));
+  const found = await (early?.head ?? readHead(objects.store, org, home));
   let head = found;
   // A claimant fences first: HEAD advances to the same snapshot before any tombstone, so a seal of a holder
   // still writing (past its last look at its segments) loses the HEAD race instead of publishing what a
@@ -116,7 +123,7 @@ async function choose(
     // The segments are read while the tombstones are written (claimLogAhead); a lost race claims and reads again.
     const ahead: Array<Promise<boolean>> = [];
     seg = await pending(async (gen) => {
-      const c = await claimLogAhead(objects.store, org, home, gen, writer);
+      const c = await claimLogAhead(objects.store, org, home, gen, writer, early?.logListing(gen));
       const claimed = c.tombstone.then((t) => {
         if (t !== null && gen === h.gen) own = { gen, tombstone: t };
         return t !== null;

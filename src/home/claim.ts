@@ -1,7 +1,8 @@
 /**
  * The first half of a wake, light enough that the daemon starts it before it imports the rest of homefs
  * (mount.ts): the home's pid lock at once, then, for a read-write mount, the lease (its look, then its
- * write) and HEAD's read once the look has shown no live lease of another holder. At +20 ms these are four
+ * write), HEAD's read once the look has shown no live lease of another holder, and the listing of HEAD's log
+ * as soon as HEAD's generation is known (base.ts reads it). At +20 ms these are four
  * round trips, which now pass while the daemon's modules load instead of after (docs/decisions/
  * 0060-claim-before-imports.md).
  *
@@ -15,7 +16,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { readHead, type HeadRecord } from '../format/heads.js';
 import { LateMeters, MeteredStore } from '../store/metered.js';
-import type { Store } from '../store/store.js';
+import { logPrefix } from '../store/keys.js';
+import type { ObjectInfo, Store } from '../store/store.js';
 import { makeDirsSync } from '../util/mkdirs.js';
 import { Lease } from './lease.js';
 import { homePaths, type HomePaths } from './paths.js';
@@ -41,6 +43,11 @@ export interface Claim {
   lease: Promise<Lease | undefined>;
   /** HEAD, read once the lease's look was clear (undefined until then, and for a read-only mount). */
   headRead(): Promise<HeadRecord | null> | undefined;
+  /**
+   * The listing of HEAD's log (generation `gen`), started as soon as HEAD's listing named the generation,
+   * alongside the read of its record; undefined for any other generation, or once taken (one use).
+   */
+  takeLogListing(gen: number): Promise<readonly ObjectInfo[]> | undefined;
   /** Meters the claim's requests until `meters.bind` hands them to the daemon's metrics. */
   meters: LateMeters;
 }
@@ -60,6 +67,7 @@ export function startClaim(cfg: ClaimConfig, store: Promise<Store>, log: Logger)
   const unlock = acquirePidLock(paths.pidFile, `${cfg.org}/${cfg.home}`);
   const meters = new LateMeters();
   let head: Promise<HeadRecord | null> | undefined;
+  let logListing: { gen: number; infos: Promise<readonly ObjectInfo[]> } | undefined;
   const lease = cfg.readOnly ? Promise.resolve(undefined) : store.then(async (opened) => {
     const l = new Lease(new MeteredStore(ungated(opened), meters), cfg.org, cfg.home, leaseToken(paths), cfg.mountpoint, cfg.leaseTtlMs, (by) => {
       log.error({ org: cfg.org, home: cfg.home, by: by.host }, 'lease taken over by another host: this mount can no longer advance HEAD');
@@ -67,13 +75,30 @@ export function startClaim(cfg: ClaimConfig, store: Promise<Store>, log: Logger)
     // HEAD is read once the look has shown no live lease of another holder (unless --takeover), alongside the
     // lease's write: a holder's last seal moves HEAD before its lease goes, so a HEAD read after that look sees it.
     await l.acquire(cfg.takeover, () => {
-      head = readHead(new MeteredStore(opened, meters), cfg.org, cfg.home);
+      const metered = new MeteredStore(opened, meters);
+      head = readHead(metered, cfg.org, cfg.home, (gen) => {
+        const infos = listAll(metered, logPrefix(cfg.org, cfg.home, gen));
+        infos.catch(() => undefined); // (awaited by chooseBase, which lists again if it failed)
+        logListing = { gen, infos };
+      });
       head.catch(() => undefined); // (awaited by chooseBase)
     });
     return l;
   });
   lease.catch(() => undefined); // (awaited by wake)
-  return { paths, unlock, lease, headRead: () => head, meters };
+  const takeLogListing = (gen: number): Promise<readonly ObjectInfo[]> | undefined => {
+    const l = logListing;
+    if (l?.gen !== gen) return undefined;
+    logListing = undefined;
+    return l.infos;
+  };
+  return { paths, unlock, lease, headRead: () => head, takeLogListing, meters };
+}
+
+async function listAll(store: Store, prefix: string): Promise<ObjectInfo[]> {
+  const out: ObjectInfo[] = [];
+  for await (const o of store.list(prefix)) out.push(o);
+  return out;
 }
 
 /** The lease token identifies this state directory, so a crashed daemon's successor reclaims at once. */

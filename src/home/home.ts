@@ -177,6 +177,7 @@ export class MountedHome extends RunningHome {
       phases.mark('lease');
       // A claimant fences the previous holder first (base.ts): it may still be writing.
       const claimant = lease !== undefined && (cfg.takeover || lease.foundOther);
+      const headRead = claim.headRead();
       const choice = await chooseBase(objects, cfg.org, cfg.home, paths, claimant, log, async (stale) => {
         const c = new Content(stale, upper, blocks, contentOpts);
         try {
@@ -186,7 +187,7 @@ export class MountedHome extends RunningHome {
           if (!(e instanceof HeadConflictError)) throw e;
           log.warn({ err: e.message }, 'local changes kept as a conflict snapshot');
         }
-      }, lease?.token ?? null, claim.headRead());
+      }, lease?.token ?? null, headRead ? { head: headRead, logListing: (gen) => claim.takeLogListing(gen) } : undefined);
       phases.mark('base');
       const journal = choice.journal;
       undo.push(async () => {
