@@ -1,40 +1,34 @@
 /**
- * The daemon of `homefs mount`, started before the command has loaded: bin/homefs imports this module
- * first, and for a background mount it spawns the daemon (`homefs mount … --foreground`) at once, so that
- * the daemon's Node start and imports overlap the command's own (commander, the mount module, the
- * checks of its arguments): a mount returns ~0.1 s sooner (docs/decisions/0080-early-daemon.md).
+ * A background `homefs mount`, without loading homefs: bin/homefs imports this module first, and for a
+ * mount whose daemon runs in the background it spawns the daemon (`homefs mount … --foreground`) at once
+ * and waits for it, instead of loading commander and the mount module to check the arguments first. The
+ * daemon checks them itself (it always did, with the same code), so the command's Node process does
+ * nothing but start, spawn and wait, and the daemon's start no longer shares the machine's cores with the
+ * command's imports (docs/decisions/0080-early-daemon.md).
  *
- * The early daemon does nothing with effects until it is told to: it parses and checks its arguments,
- * then waits on its IPC channel for `{ go, log }` from the command, which sends it only once its own
- * checks passed (cli/mount.ts `startBackground`). The daemon then points its stdout and stderr at `log`
- * and wakes the home as any daemon does. Until then its stdout and stderr are pipes to the command, which
- * keeps their last bytes to explain an exit before the mount was live. A command that ends without handing
- * over (bad arguments, `--help`, HOMEFS_STORE=false, an error) kills it; a daemon whose command is gone
- * before `go` exits.
+ * The daemon's stdout and stderr are pipes to this process until it has checked its arguments and made its
+ * state directory: then it says where its log is (`{ log }`), points stdout and stderr there, and wakes the
+ * home. Whatever it printed before (a refused argument, `homefs: …`) is printed here as it was, with its
+ * exit code; once the mount is live it sends `{ ready, mounted }`, or `{ error, exitCode }` if the wake
+ * failed, and this process prints one line and exits. The daemon runs detached: it outlives this process.
  *
  * This module imports nothing of homefs: it runs before anything else is loaded.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import type { Socket } from 'node:net';
+import { spawn } from 'node:child_process';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 
-/** The environment variable that tells a daemon to wait for `go` (removed from its environment at once). */
+/** Tells a daemon that its stdout and stderr are its spawner's pipes until it takes its log file. */
 export const EARLY_ENV = 'HOMEFS_EARLY_DAEMON';
 
-/** What the command sends the early daemon once the mount's arguments checked out. */
-export interface GoMessage {
-  go: true;
-  /** The log file the daemon appends its stdout and stderr to. */
-  log: string;
-}
+/** What the daemon tells the command that started it: where it logs, then whether the mount is live. */
+export type DaemonReport =
+  | { log: string }
+  | { ready: true; mounted: string }
+  | { ready?: false; error: string; exitCode: number };
 
-export interface EarlyDaemon {
-  child: ChildProcess;
-  /** The last bytes the daemon wrote to stdout or stderr before it took its log file. */
-  output(): string;
-}
-
-const OUTPUT_KEPT = 4096;
-let early: EarlyDaemon | null = null;
+const INTERNAL = 70; // util/exit-codes.ts ExitCode.internal (not imported: this module loads nothing of homefs)
+const USER_ERROR = 1;
+const UP_WITHIN_MS = 120_000;
 
 /** Whether `argv` (without node and the script) asks for a mount whose daemon runs in the background. */
 export function wantsEarlyDaemon(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): boolean {
@@ -43,53 +37,74 @@ export function wantsEarlyDaemon(argv: readonly string[], env: NodeJS.ProcessEnv
   return !argv.some((a) => a === '--foreground' || a === '-h' || a === '--help' || a === '--');
 }
 
-/** Spawns the daemon for `argv` if it asks for a background mount (see the module comment). */
-export function startEarlyDaemon(argv: readonly string[]): void {
-  if (!wantsEarlyDaemon(argv)) return;
+/** The daemon log's last logged error, to explain an exit that came without a report. */
+export function lastLoggedError(log: string): string | null {
+  try {
+    const fd = openSync(log, 'r');
+    const size = fstatSync(fd).size;
+    const tail = Buffer.alloc(Math.min(size, 64 * 1024)); // the log may be long; its end is enough
+    readSync(fd, tail, 0, tail.length, size - tail.length);
+    closeSync(fd);
+    for (const l of tail.toString('utf8').trimEnd().split('\n').slice(-20).reverse()) {
+      const err = (JSON.parse(l) as { err?: unknown }).err;
+      if (typeof err === 'string') return err;
+    }
+  } catch {
+    // no log, or not JSON: the caller points at the log
+  }
+  return null;
+}
+
+/**
+ * Starts the daemon of `homefs mount <argv…>` in the background and waits until the mount is live (prints
+ * `mounted …`, exit code 0) or the daemon says or shows why not (its words, its exit code). Resolves with
+ * the exit code; never throws.
+ */
+export function mountInBackground(argv: readonly string[]): Promise<number> {
   const child = spawn(process.execPath, [...process.execArgv, process.argv[1] ?? '', ...argv, '--foreground'], {
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     env: { ...process.env, [EARLY_ENV]: '1' },
   });
-  let kept = '';
-  const keep = (b: Buffer): void => {
-    kept = (kept + b.toString('utf8')).slice(-OUTPUT_KEPT);
-  };
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  child.on('error', () => undefined); // a spawn that failed shows as an exit to whoever waits
-  // Nothing of it keeps this process alive: a command that ends without handing over exits (and kills it).
-  child.unref();
-  child.channel?.unref();
-  (child.stdout as Socket | null)?.unref();
-  (child.stderr as Socket | null)?.unref();
-  early = { child, output: () => kept };
-  process.on('exit', () => {
-    if (early) child.kill('SIGKILL'); // never handed over: it has done nothing yet
-  });
-}
-
-/** The early daemon, for the command to hand the mount over to; null when none was started. Once only. */
-export function takeEarlyDaemon(): EarlyDaemon | null {
-  const e = early;
-  early = null;
-  return e;
-}
-
-/**
- * Daemon side: when started early, waits for `go` and returns the log file to append to; null when not
- * started early. Exits quietly when the command is gone before `go`.
- */
-export function awaitGo(): Promise<string | null> {
-  if (process.env[EARLY_ENV] === undefined) return Promise.resolve(null);
-  delete process.env[EARLY_ENV];
-  return new Promise((resolve) => {
-    const onDisconnect = (): void => process.exit(0);
-    process.once('disconnect', onDisconnect);
-    process.once('message', (m: Partial<GoMessage>) => {
-      process.off('disconnect', onDisconnect);
-      if (m.go && typeof m.log === 'string') resolve(m.log);
-      else process.exit(0);
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout?.on('data', (b: Buffer) => out.push(b));
+  child.stderr?.on('data', (b: Buffer) => err.push(b));
+  let log: string | null = null;
+  return new Promise<number>((resolve) => {
+    let done = false;
+    const finish = (code: number, line?: string, to: NodeJS.WriteStream = process.stderr): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      if (line !== undefined) to.write(`${line}\n`);
+      if (child.connected) child.disconnect();
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      child.unref();
+      resolve(code);
+    };
+    const timer = setTimeout(() => {
+      child.kill('SIGTERM'); // a daemon that never came up must not mount later, behind the user's back
+      finish(USER_ERROR, `homefs: the homefs daemon did not come up within ${UP_WITHIN_MS / 1000}s${log === null ? '' : `; see ${log}`}`);
+    }, UP_WITHIN_MS);
+    child.on('message', (m: DaemonReport) => {
+      if ('log' in m) log = m.log;
+      else if (m.ready) finish(0, `mounted ${m.mounted}`, process.stdout);
+      else if (m.exitCode === INTERNAL) finish(m.exitCode, `homefs: internal error in the daemon: ${m.error}${log === null ? '' : ` (stack trace in ${log})`}`);
+      else finish(m.exitCode, `homefs: ${m.error}`);
+    });
+    child.on('error', (e) => finish(USER_ERROR, `homefs: cannot start the homefs daemon: ${e.message}`));
+    child.on('close', (code, signal) => {
+      // Exited before a report: it refused its arguments (its own words, on its pipes) or it died.
+      const printed = Buffer.concat(err).toString('utf8');
+      process.stdout.write(Buffer.concat(out));
+      if (printed.trim() !== '' && log === null) {
+        process.stderr.write(printed);
+        return finish(code ?? USER_ERROR);
+      }
+      const why = (log !== null ? lastLoggedError(log) : null) ?? printed.trim().split('\n').pop()?.replace(/^homefs: /, '') ?? '';
+      finish(code || USER_ERROR, `homefs: the homefs daemon exited (${signal ?? `code ${code}`}) before the mount was live${why ? `: ${why}` : ''}${log === null ? '' : `; see ${log}`}`);
     });
   });
 }

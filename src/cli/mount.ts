@@ -9,8 +9,7 @@
  * before it imports the rest of homefs (the home, the FUSE adapter, the metrics), and the command that only
  * starts the daemon imports none of it.
  */
-import { spawn } from 'node:child_process';
-import { closeSync, fstatSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { isAbsolute, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { createLogger, parseLevel } from '../util/log.js';
@@ -28,7 +27,7 @@ import { makeDirsSync } from '../util/mkdirs.js';
 import { parseListenAddr, type ListenAddr } from '../metrics/http.js';
 import type { DaemonServices } from '../daemon/services.js';
 import { errnoName, sys } from '../daemon/sys.js';
-import { awaitGo, takeEarlyDaemon, type EarlyDaemon, type GoMessage } from './early.js';
+import { EARLY_ENV, mountInBackground, type DaemonReport } from './early.js';
 
 interface Options {
   store?: string;
@@ -147,17 +146,28 @@ const IMPORT_PARTS: ReadonlyArray<() => Promise<unknown>> = [
   () => import('../daemon/services.js'),
 ];
 
-/** What the daemon tells the `homefs mount` that started it, once: the mount is live, or why it is not. */
-type StartReport = { ready: true } | { ready?: false; error: string; exitCode: number };
-
-function reportToParent(m: StartReport): Promise<void> {
+/** Tells the `homefs mount` that started this daemon (cli/early.ts) where it logs, or whether the mount is live. */
+function reportToParent(m: DaemonReport, last = true): Promise<void> {
   return new Promise((done) => {
     if (!process.send) return done();
     process.send(m, undefined, {}, () => {
-      process.disconnect?.();
+      if (last) process.disconnect?.();
       done();
     });
   });
+}
+
+/**
+ * A daemon started by `homefs mount` (cli/early.ts), its arguments checked: makes the state directory,
+ * tells the command where the log is, and points stdout and stderr (pipes to the command until now) at it.
+ */
+async function takeLogFile(cfg: MountConfig): Promise<void> {
+  delete process.env[EARLY_ENV]; // (not for the daemon's own children)
+  const paths = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir);
+  makeDirsSync(paths.stateDir, 0o700);
+  await reportToParent({ log: paths.log }, false);
+  const rc = sys().redirectStdio(paths.log);
+  if (rc < 0) throw new UserError(`cannot open the daemon's log ${paths.log}: ${errnoName(rc)}`);
 }
 
 async function runDaemon(cfg: MountConfig, level: string, metricsAddr: ListenAddr | undefined): Promise<void> {
@@ -228,81 +238,7 @@ async function runDaemon(cfg: MountConfig, level: string, metricsAddr: ListenAdd
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGHUP', () => undefined);
-  await reportToParent({ ready: true });
-}
-
-/** The daemon's last logged error, to explain an exit that came without a report. */
-function lastLoggedError(log: string): string | null {
-  try {
-    const fd = openSync(log, 'r');
-    const size = fstatSync(fd).size;
-    const tail = Buffer.alloc(Math.min(size, 64 * 1024)); // the log may be long; its end is enough
-    readSync(fd, tail, 0, tail.length, size - tail.length);
-    closeSync(fd);
-    const lines = tail.toString('utf8').trimEnd().split('\n').slice(-20).reverse();
-    for (const l of lines) {
-      const err = (JSON.parse(l) as { err?: unknown }).err;
-      if (typeof err === 'string') return err;
-    }
-  } catch {
-    // no log, or not JSON: the caller points at the log
-  }
-  return null;
-}
-
-/** The last line of what a daemon printed before it had its log file (an early daemon's pipes), if any. */
-function lastOutputLine(early: EarlyDaemon | null): string | null {
-  const lines = (early?.output() ?? '').trimEnd().split('\n');
-  return lines[lines.length - 1]?.replace(/^homefs: /, '') || null;
-}
-
-/**
- * Starts the daemon, or hands the mount to the one bin/homefs started early (cli/early.ts), and waits until
- * the mount is live or the daemon says why not.
- */
-async function startBackground(cfg: MountConfig, argv: string[]): Promise<void> {
-  const paths = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir);
-  makeDirsSync(paths.stateDir, 0o700);
-  const early = takeEarlyDaemon();
-  let child;
-  if (early) {
-    child = early.child;
-    child.channel?.ref();
-    child.send({ go: true, log: paths.log } satisfies GoMessage);
-  } else {
-    const logFd = openSync(paths.log, 'a', 0o600);
-    child = spawn(process.execPath, [...process.execArgv, process.argv[1] ?? '', ...argv, '--foreground'], {
-      detached: true, stdio: ['ignore', logFd, logFd, 'ipc'],
-    });
-    closeSync(logFd);
-  }
-  try {
-    await new Promise<void>((resolvePromise, reject) => {
-      const timer = setTimeout(() => {
-        child.kill('SIGTERM'); // a daemon that never came up must not mount later, behind the user's back
-        reject(new UserError(`the homefs daemon did not come up within 120s; see ${paths.log}`));
-      }, 120_000);
-      child.on('message', (m: StartReport) => {
-        clearTimeout(timer);
-        if (m.ready) resolvePromise();
-        else if (m.exitCode === ExitCode.internal) reject(new UserError(`internal error in the daemon: ${m.error} (stack trace in ${paths.log})`, m.exitCode));
-        else reject(new UserError(m.error, m.exitCode));
-      });
-      child.on('exit', (code, signal) => {
-        clearTimeout(timer);
-        // A report sent just before exiting may still be in flight: let it win.
-        setTimeout(() => {
-          const why = lastLoggedError(paths.log) ?? lastOutputLine(early);
-          reject(new UserError(`the homefs daemon exited (${signal ?? `code ${code}`}) before the mount was live${why ? `: ${why}` : ''}; see ${paths.log}`));
-        }, 100);
-      });
-    });
-  } finally {
-    if (child.connected) child.disconnect();
-    child.stdout?.destroy();
-    child.stderr?.destroy();
-    child.unref();
-  }
+  await reportToParent({ ready: true, mounted: `${cfg.org}/${cfg.home} at ${cfg.mountpoint}` });
 }
 
 export function register(program: Command): void {
@@ -343,15 +279,10 @@ export function register(program: Command): void {
       checkMountpoint(cfg.mountpoint, cfg);
       const metricsAddr = o.metricsAddr !== undefined ? parseListenAddr('--metrics-addr', o.metricsAddr) : undefined;
       if (o.foreground) {
-        const logPath = await awaitGo(); // started early by bin/homefs: the command's checks passed
-        if (logPath !== null) {
-          const rc = sys().redirectStdio(logPath);
-          if (rc < 0) throw new UserError(`cannot open the daemon's log ${logPath}: ${errnoName(rc)}`);
-        }
+        if (process.env[EARLY_ENV] !== undefined) await takeLogFile(cfg);
         return runDaemon(cfg, o.logLevel, metricsAddr);
       }
-      const argv = process.argv.slice(2).filter((a) => a !== '--foreground');
-      await startBackground(cfg, argv);
-      process.stdout.write(`mounted ${cfg.org}/${cfg.home} at ${cfg.mountpoint}\n`);
+      // (bin/homefs starts a background mount's daemon without loading this module: cli/early.ts)
+      process.exitCode = await mountInBackground(process.argv.slice(2).filter((a) => a !== '--foreground'));
     });
 }
