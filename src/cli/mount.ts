@@ -1,13 +1,13 @@
 /**
  * `homefs mount <org>/<home> <mountpoint>`: mounts a home. Without --foreground the command starts the
- * daemon in the background and returns only once the mount is live (or fails with one line). With
- * --foreground this process is the daemon: it logs JSON lines (pretty on a TTY) and runs until sleep,
- * SIGTERM/SIGINT or umount, each of which performs the final seal first.
+ * daemon in the background and returns only once the mount is live (or fails with one line): bin/homefs
+ * does that without loading this module (cli/early.ts), and the daemon, started with --foreground, checks
+ * the arguments here. With --foreground this process is the daemon: it logs JSON lines (pretty on a TTY)
+ * and runs until sleep, SIGTERM/SIGINT or umount, each of which performs the final seal first.
  *
- * This module is loaded by every `homefs mount`, so it imports little: the daemon starts opening the store
- * (its create-if-absent probe in flight) and claiming the home (home/claim.ts: the pid lock, the lease, HEAD)
- * before it imports the rest of homefs (the home, the FUSE adapter, the metrics), and the command that only
- * starts the daemon imports none of it.
+ * This module is loaded by every daemon, so it imports little: the daemon starts opening the store (its
+ * create-if-absent probe in flight) and claiming the home (home/claim.ts: the pid lock, the lease, HEAD)
+ * before it imports the rest of homefs (the home, the FUSE adapter, the metrics).
  */
 import { readFileSync, statSync } from 'node:fs';
 import { isAbsolute, relative, resolve } from 'node:path';
