@@ -14,7 +14,8 @@ import { MemoryStore } from '../src/store/memory.js';
 import { pushPackKey } from '../src/store/keys.js';
 import { pushDirectory } from '../src/transfer/push.js';
 import { pullSnapshot, type PullResult } from '../src/transfer/pull.js';
-import { decodePushPack, PUSHPACK_HEADER } from '../src/transfer/pushpack.js';
+import { decodePushPack, PUSHPACK_HEADER, pullOrder } from '../src/transfer/pushpack.js';
+import { hashBuffer } from '../src/hash/blake3.js';
 import { RecordingStore } from './support/ops-stores.js';
 import { ForwardingStore } from '../src/store/forwarding.js';
 import { readHead } from '../src/format/heads.js';
@@ -167,4 +168,25 @@ test('a push whose pack cannot be written still succeeds (HEAD moved); the resul
   assert.equal((await readHead(store, ORG, HOME))?.snapshot, res.snapshot);
   const p = await pull(store, res.snapshot);
   assert.equal(p.res.pushPack.found, false);
+});
+
+test("the pack holds a directory's own files before its hidden entries and node_modules, and pull reads it in that order", async () => {
+  assert.deepEqual(pullOrder(['.cache', '.config', 'a.txt', 'node_modules', 'src']), [2, 4, 0, 1, 3]);
+  const home = join(work, 'ranked');
+  const files: Array<[string, string]> = [['.npm/x', 'cache x\n'], ['node_modules/m/i.js', 'module\n'], ['src/main.ts', 'source\n'], ['notes.md', 'note\n'], ['.bashrc', 'rc\n']];
+  for (const [rel, text] of files) {
+    await mkdir(join(home, rel, '..'), { recursive: true });
+    await writeFile(join(home, rel), text);
+  }
+  const store = new MemoryStore();
+  const res = await pushDirectory(home, store, ORG, 'ranked', { xattrs: false, pushPack: true });
+  const idx = decodePushPack(await store.get(pushPackKey(ORG, 'ranked')));
+  const order = idx.entries.map((e) => files.find(([, text]) => hashBuffer(Buffer.from(text)) === e.hash)?.[0]);
+  assert.deepEqual(order, ['notes.md', 'src/main.ts', '.bashrc', '.npm/x', 'node_modules/m/i.js']);
+  const rec = new RecordingStore(store);
+  const dest = join(work, 'ranked-out');
+  const pulled = await pullSnapshot(rec, ORG, res.snapshot, dest, { home: 'ranked', xattrs: false, pushPack: true });
+  execFileSync('diff', ['-r', home, dest]);
+  assert.equal(pulled.pushPack.fallbacks, 0, 'every small block came from the pack, in order');
+  assert.equal(rec.calls.filter((c) => c.op === 'get' && c.key.includes('/blocks/')).length, 0);
 });

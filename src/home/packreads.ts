@@ -1,8 +1,9 @@
 /**
  * Cold reads of a mount served from the home's push pack (transfer/pushpack.ts, docs/format.md "Push
  * pack"). The pack holds the pushed snapshot's small blocks in the order `pull` writes files: depth first,
- * names in byte order. That is the order in which `grep -r`, `tar c` and `git status` go through a
- * directory, so the blocks a cold reader asks for next lie right after the one it asks for now.
+ * names in byte order within a directory's own files and within its hidden entries and node_modules, which
+ * come last (pushpack.ts `pullRank`). That is about the order in which `grep -r`, `tar c` and `git status`
+ * go through a directory, so the blocks a cold reader asks for next lie right after the one it asks for now.
  *
  * When the block cache must fetch a block the pack's index names, it asks `fetch`: one ranged GET reads a
  * window of the pack starting at that block (up to `windowBytes`), every block cut out of it is verified by

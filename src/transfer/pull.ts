@@ -34,6 +34,7 @@ import { mapLimit } from '../util/concurrency.js';
 import { errorMessage, UserError } from '../util/errors.js';
 import { nsPackKey, pushPackKey } from '../store/keys.js';
 import { emptyPushPackStats, PushPackReader, type PushPackStats } from './pushpack-reader.js';
+import { pullRank } from './pushpack.js';
 import { readNsPack } from './nspack.js';
 import { FileWriter, setMeta, type PathMeta } from './filewriter.js';
 import { ObjectStore } from '../format/objects.js';
@@ -83,13 +84,13 @@ interface Item {
   depth: number;
   /** This entry is a second (third, ...) name of a hard-linked inode. */
   extraLink: boolean;
-  /** Its entry index in each directory from the root down: sorts items depth first in name order (push's order). */
+  /** Its `pullRank` in each directory from the root down: sorts items in pull order (push's order). */
   pos: number[];
   /** Owner, mode and times were set when the file was written (filewriter.ts). */
   metaDone?: boolean;
 }
 
-/** Depth first, names in byte order: the order push lays out the push pack in. */
+/** Pull order (pushpack.ts `pullRank`): the order push lays out the push pack in. */
 function byPosition(a: Item, b: Item): number {
   const n = Math.min(a.pos.length, b.pos.length);
   for (let i = 0; i < n; i++) if (a.pos[i] !== b.pos[i]) return (a.pos[i] as number) - (b.pos[i] as number);
@@ -180,7 +181,7 @@ export async function pullSnapshot(store: Store, org: string, snapshotId: string
       const tree = await getDirTree(objects, hash, rel);
       const subdirs: Array<Promise<void>> = [];
       for (const [index, entry] of tree.entries.entries()) {
-        const item: Item = { abs: join(abs, entry.name), rel: rel ? `${rel}/${entry.name}` : entry.name, entry, depth: depth + 1, extraLink: false, pos: [...pos, index] };
+        const item: Item = { abs: join(abs, entry.name), rel: rel ? `${rel}/${entry.name}` : entry.name, entry, depth: depth + 1, extraLink: false, pos: [...pos, pullRank(entry.name, index)] };
         if (entry.link !== undefined) {
           if (firstOfLink.has(entry.link)) item.extraLink = true;
           else firstOfLink.set(entry.link, item);

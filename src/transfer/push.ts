@@ -41,6 +41,7 @@ import { Slabs } from '../util/slabs.js';
 import { UserError } from '../util/errors.js';
 import { pushPackKey } from '../store/keys.js';
 import { PushPackWriter, type PackBlock, type PackWriterOptions, type PushPackResult } from './pushpack-writer.js';
+import { pullOrder } from './pushpack.js';
 import { treeEntry } from '../model/entry.js';
 import { pushedIno } from '../model/inos.js';
 import { compareNames, nameProblem } from '../format/codec.js';
@@ -511,10 +512,13 @@ class Pusher {
   }
 }
 
+/** Every node below `root`, in pull order (pushpack.ts `pullOrder`: the push pack's and the content pass's). */
 function flatten(root: Node): Node[] {
   const out: Node[] = [];
   const visit = (n: Node): void => {
-    for (const c of n.children ?? []) {
+    const kids = n.children ?? [];
+    for (const i of pullOrder(kids.map((c) => c.name))) {
+      const c = kids[i] as Node;
       out.push(c);
       if (c.kind === 'dir') visit(c);
     }

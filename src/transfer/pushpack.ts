@@ -1,7 +1,7 @@
 /**
  * The push pack of a home (docs/format.md, "Push pack"): the small blocks of the snapshot `homefs push`
- * committed last, concatenated in the order `homefs pull` writes files (depth first, names in byte order),
- * with an index in front. A pull of that snapshot reads them in a few ranged GETs of ~8 MiB instead of one
+ * committed last, concatenated in the order `homefs pull` writes files (`pullRank`: depth first, and in
+ * each directory the usually re-derivable bulk after the rest), with an index in front. A pull of that snapshot reads them in a few ranged GETs of ~8 MiB instead of one
  * GET per block (pushpack-reader.ts).
  *
  * Like the namespace pack it is a hint, never trusted: every block cut out of it is verified by its hash
@@ -17,6 +17,21 @@
  */
 import { hashBuffer } from '../hash/blake3.js';
 import { FormatError } from '../util/errors.js';
+
+/**
+ * Where an entry (named `name`, at `index` in its tree's name order) goes among its directory's entries
+ * in pull order, lowest first: hidden entries (tool caches such as .npm, .cache, .local, .gradle) and
+ * node_modules after the others, each group in name order. A pack too small for every small block then
+ * holds the home's own files (sources, notes) before the caches that would fill it first in name order.
+ */
+export function pullRank(name: string, index: number): number {
+  return (name.startsWith('.') || name === 'node_modules' ? 2 ** 32 : 0) + index;
+}
+
+/** The indexes of `names` (a directory's entries in name order) in pull order (`pullRank`). */
+export function pullOrder(names: readonly string[]): number[] {
+  return names.map((n, i) => [pullRank(n, i), i] as const).sort((a, b) => a[0] - b[0]).map(([, i]) => i);
+}
 
 export const PUSHPACK_VERSION = 1;
 const MAGIC = Buffer.from('HFPP');
