@@ -5,7 +5,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EARLY_ENV, wantsEarlyDaemon } from '../src/cli/early.js';
+import { EARLY_ENV, INTERNAL_EXIT, wantsEarlyDaemon } from '../src/cli/early.js';
+import { ExitCode } from '../src/util/exit-codes.js';
 
 test('a background mount starts its daemon early; nothing else does', () => {
   assert.equal(wantsEarlyDaemon(['mount', 'acme/a', '/mnt'], {}), true);
@@ -19,4 +20,8 @@ test('a background mount starts its daemon early; nothing else does', () => {
   assert.equal(wantsEarlyDaemon(['mount', 'acme/a', '/mnt'], { HOMEFS_STORE: 'false' }), false);
   assert.equal(wantsEarlyDaemon(['mount', 'acme/a', '/mnt'], { COVEY_HOME_STORE: 'false' }), false);
   assert.equal(wantsEarlyDaemon(['mount', 'acme/a', '/mnt'], { [EARLY_ENV]: '1' }), false);
+});
+
+test("the command's copy of the internal-error exit code is the CLI's", () => {
+  assert.equal(INTERNAL_EXIT, ExitCode.internal);
 });

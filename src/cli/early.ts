@@ -26,7 +26,8 @@ export type DaemonReport =
   | { ready: true; mounted: string }
   | { ready?: false; error: string; exitCode: number };
 
-const INTERNAL = 70; // util/exit-codes.ts ExitCode.internal (not imported: this module loads nothing of homefs)
+/** util/exit-codes.ts ExitCode.internal, not imported (this module loads nothing of homefs); a test keeps them equal. */
+export const INTERNAL_EXIT = 70;
 const USER_ERROR = 1;
 const UP_WITHIN_MS = 120_000;
 
@@ -91,12 +92,13 @@ export function mountInBackground(argv: readonly string[]): Promise<number> {
     child.on('message', (m: DaemonReport) => {
       if ('log' in m) log = m.log;
       else if (m.ready) finish(0, `mounted ${m.mounted}`, process.stdout);
-      else if (m.exitCode === INTERNAL) finish(m.exitCode, `homefs: internal error in the daemon: ${m.error}${log === null ? '' : ` (stack trace in ${log})`}`);
+      else if (m.exitCode === INTERNAL_EXIT) finish(m.exitCode, `homefs: internal error in the daemon: ${m.error}${log === null ? '' : ` (stack trace in ${log})`}`);
       else finish(m.exitCode, `homefs: ${m.error}`);
     });
     child.on('error', (e) => finish(USER_ERROR, `homefs: cannot start the homefs daemon: ${e.message}`));
     child.on('close', (code, signal) => {
       // Exited before a report: it refused its arguments (its own words, on its pipes) or it died.
+      if (done) return;
       const printed = Buffer.concat(err).toString('utf8');
       process.stdout.write(Buffer.concat(out));
       if (printed.trim() !== '' && log === null) {
