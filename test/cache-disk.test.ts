@@ -1,12 +1,15 @@
 /**
  * Block cache on disk: the size cap with least-recently-used eviction, rebuilding the index at init,
- * stale temp files, corrupt cache files, and several daemons sharing one cache directory.
+ * stale temp files, corrupt cache files, several daemons sharing one cache directory, and the atomic writes'
+ * batches.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, readdir, readFile, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BlockCache } from '../src/cache/blockcache.js';
+import { DiskFiles } from '../src/cache/diskfiles.js';
+import { hashBuffer } from '../src/hash/blake3.js';
 import { ORG, CountingStore, addBlock, withTempDir, type Obj } from './support/cache-store.js';
 
 const KiB = 1024;
@@ -187,5 +190,35 @@ test('a use persists the last-use time (mtime) so it survives a restart, at most
     await second.flush();
     assert.ok(Date.now() - (await stat(blockPath(dir, o.hash))).mtimeMs > 3000_000, 'not refreshed again within the minute');
     await second.close();
+  });
+});
+
+test('atomic writes in batches: each lands whole under its name, a vanished fan-out directory is made again, a failure is an fs error', async () => {
+  await withTempDir(async (dir) => {
+    const files = new DiskFiles(dir);
+    await files.ensureDirs();
+    const datas = Array.from({ length: 600 }, (_, i) => Buffer.from(`object ${i}\n`.repeat(i % 7 + 1)));
+    const hashes = datas.map((d) => hashBuffer(d));
+    // 600 writes in one turn: three batches (BATCH_MAX 256).
+    await Promise.all(datas.map((d, i) => files.write('block', hashes[i] as string, d)));
+    for (const [i, h] of hashes.entries()) assert.deepEqual(await readFile(files.path('block', h)), datas[i]);
+    const leftovers = [];
+    for (const sub of await readdir(join(dir, 'blocks'))) leftovers.push(...(await readdir(join(dir, 'blocks', sub))).filter((n) => n.startsWith('.tmp-')));
+    assert.deepEqual(leftovers, []);
+    // The cache wiped underneath: the fan-out directory this process made is gone.
+    const again = Buffer.from('written after the wipe');
+    const h = hashBuffer(again);
+    await mkdir(join(dir, 'blocks', h.slice(0, 2)), { recursive: true });
+    await files.write('block', h, again);
+    await rm(join(dir, 'blocks'), { recursive: true });
+    await mkdir(join(dir, 'blocks'));
+    await files.write('block', h, again);
+    assert.deepEqual(await readFile(files.path('block', h)), again);
+    // A fan-out "directory" that is a file: ENOTDIR from the open, with its path.
+    const odd = Buffer.from('cannot land');
+    const oh = hashBuffer(odd);
+    await rm(join(dir, 'blocks', oh.slice(0, 2)), { recursive: true, force: true });
+    await writeFile(join(dir, 'blocks', oh.slice(0, 2)), 'not a directory');
+    await assert.rejects(files.write('block', oh, odd), (e: NodeJS.ErrnoException) => e.code === 'ENOTDIR' && e.syscall === 'open' && /\.tmp-/.test(e.path ?? ''));
   });
 });

@@ -108,27 +108,6 @@ test('before the index loads, and with no pack, fetches are left to blocks/', as
   assert.equal(await r.fetch(hashes[0] as string), undefined);
 });
 
-test('a lazy load keeps the index undecoded, fetches going to blocks/, until a decode a slice at a time', async () => {
-  const { store, data, hashes } = await seeded();
-  const r = new PackReads(store, ORG, HOME, OPTS);
-  const loading = r.load({ lazy: true });
-  let pauses = 0;
-  const decoding = r.decodeInBackground(() => {
-    pauses++;
-    return Promise.resolve();
-  });
-  await loading;
-  assert.deepEqual({ state: r.report.state, blocks: r.report.blocks }, { state: 'fetched', blocks: 0 }, 'fetched, not decoded');
-  const afterLoad = packGets(store);
-  assert.equal(await r.fetch(hashes[4] as string), undefined, 'left to blocks/ while the index is not decoded');
-  await decoding;
-  assert.equal(pauses, 1, 'the decode (started before the load ended) gave the loop a turn per part');
-  assert.deepEqual({ state: r.report.state, blocks: r.report.blocks }, { state: 'ready', blocks: 12 });
-  assert.deepEqual(await r.fetch(hashes[4] as string), data[4]);
-  assert.equal(packGets(store), afterLoad + 1, 'one window, no second read of the index');
-  assert.equal(blockGets(store), 0);
-});
-
 test('a damaged pack is not used; a corrupted block in a window is rejected', async () => {
   const { store, hashes } = await seeded();
   const key = pushPackKey(ORG, HOME);

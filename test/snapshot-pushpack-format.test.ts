@@ -3,7 +3,8 @@
  * values, every block in it verifies by hash, building the pack from its blocks gives the same bytes, the
  * writer's choice keeps each hash once, small blocks only and stops at the byte budget, a block whose bytes
  * changed is left out, and hostile packs (bad magic, a newer version, truncated, an index out of bounds or
- * out of order) are rejected with a FormatError. The reader (pushpack-reader.ts) serves verified blocks in
+ * out of order) are rejected with a FormatError, by the index's decoder and by a mount's table of it, which
+ * finds every block. The reader (pushpack-reader.ts) serves verified blocks in
  * ranges, counts a damaged one as a fallback, ignores a pack of another snapshot, and never holds a taker
  * at its memory budget.
  */
@@ -11,7 +12,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { hashBuffer } from '../src/hash/blake3.js';
-import { buildPushPack, decodePushPack, decodePushPackIndex, pushPackIndexLength, PUSHPACK_HEADER } from '../src/transfer/pushpack.js';
+import { buildPushPack, decodePushPack, decodePushPackIndex, pushPackIndexLength, PushPackTable, PUSHPACK_HEADER, writePushPackHead } from '../src/transfer/pushpack.js';
 import { PushPackWriter } from '../src/transfer/pushpack-writer.js';
 import { MemoryStore } from '../src/store/memory.js';
 import { emptyPushPackStats, groupRanges, PushPackReader } from '../src/transfer/pushpack-reader.js';
@@ -93,7 +94,28 @@ test('hostile packs are rejected with a FormatError, never half-decoded', () => 
   // The reader's check (index only) also refuses all but the data-length cases.
   for (const [name, bytes] of cases.filter(([n]) => n !== 'truncated data' && n !== 'trailing bytes')) {
     assert.throws(() => decodePushPackIndex(bytes), FormatError, name);
+    assert.throws(() => new PushPackTable(bytes), FormatError, name);
   }
+});
+
+test("a mount's table of the index finds every entry, also among hashes whose first four bytes collide", () => {
+  // 3,000 blocks: every tenth one's hash starts like the one before it, so the table's probes must look further.
+  const entries = Array.from({ length: 3000 }, (_, i) => {
+    const h = hashBuffer(Buffer.from(`block ${i}`));
+    return { hash: i % 10 === 1 ? hashBuffer(Buffer.from(`block ${i - 1}`)).slice(0, 8) + h.slice(8) : h, offset: i * 2, length: 2 };
+  });
+  const head = Buffer.alloc(PUSHPACK_HEADER + entries.length * 44);
+  writePushPackHead(head, SNAP, entries, entries.length * 2);
+  const t = new PushPackTable(head);
+  assert.deepEqual([t.count, t.dataStart, t.dataBytes], [3000, head.length, 6000]);
+  for (const [i, e] of entries.entries()) {
+    assert.equal(t.find(e.hash), i, e.hash);
+    assert.deepEqual([t.hash(i), t.offset(i), t.length(i)], [e.hash, e.offset, e.length]);
+  }
+  assert.equal(t.find('0'.repeat(64)), -1);
+  assert.equal(t.find((entries[5] as { hash: string }).hash.slice(0, 63) + 'x'), -1, 'a hash that is not one');
+  assert.equal(t.find('zz'), -1);
+  assert.equal(new PushPackTable(pack()).find(BLOCKS[2]?.[0] as string), 2);
 });
 
 /** A ranged reader of `src` counting its GETs. */

@@ -9,6 +9,9 @@
  *   writeFiles(paths, datas, meta) -> Promise<Int32Array>
  *       For each i: open(paths[i], O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0600), write datas[i]
  *       whole, then with the fd (when meta asks) fchown, fchmod, futimens (atime = mtime), close.
+ *   writeFiles(paths, datas, meta, finals) -> Promise<Int32Array>
+ *       The same, then rename(paths[i], finals[i]); an item that failed has its file (which this call
+ *       created) removed. For the block cache's atomic writes (src/cache/diskfiles.ts).
  *   setMeta(paths, meta) -> Promise<Int32Array>
  *       For each i, in order, never following a symlink: lchown, chmod, utimensat(AT_SYMLINK_NOFOLLOW)
  *       (atime = mtime), each when meta asks. The caller never asks chmod of a symlink.
@@ -25,6 +28,10 @@
  *   readCached(fd, buffer, position) -> bytes read, or a negative errno
  *       preadv2(RWF_NOWAIT) into the whole of buffer: -EAGAIN (or a short count) when not all of it is in
  *       the page cache. Both are synchronous and never block on the disk.
+ *   readFileCached(path, buffer, position) -> bytes read, or a negative errno
+ *       The two above for a read-only file in one call, for the block cache's reads of its files
+ *       (src/cache/blockcache.ts): openat2(O_RDONLY|O_CLOEXEC|O_NOFOLLOW, RESOLVE_CACHED), preadv2
+ *       (RWF_NOWAIT) into the whole of buffer, close. -EAGAIN when the name or the bytes would need the disk.
  *
  * Nothing here touches JS state off the main thread: paths are copied into C strings and the buffers'
  * bytes are pinned by a reference to the `datas` array (the caller does not change it until the promise
@@ -34,6 +41,7 @@
 #include <node_api.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,7 +50,7 @@
 #include <linux/openat2.h>
 #include <unistd.h>
 
-enum { STEP_OPEN, STEP_WRITE, STEP_CHOWN, STEP_CHMOD, STEP_UTIMES, STEP_CLOSE };
+enum { STEP_OPEN, STEP_WRITE, STEP_CHOWN, STEP_CHMOD, STEP_UTIMES, STEP_CLOSE, STEP_RENAME };
 #define META 5
 
 typedef struct {
@@ -51,6 +59,7 @@ typedef struct {
   napi_ref datas_ref; /* NULL for setMeta */
   uint32_t n;
   char **paths;
+  char **finals; /* writeFiles' optional renames; NULL when none */
   const uint8_t **bytes;
   size_t *lengths;
   double *meta; /* copied: n * META */
@@ -60,6 +69,8 @@ typedef struct {
 static void job_free(napi_env env, job_t *j) {
   if (j->paths) for (uint32_t i = 0; i < j->n; i++) free(j->paths[i]);
   free(j->paths);
+  if (j->finals) for (uint32_t i = 0; i < j->n; i++) free(j->finals[i]);
+  free(j->finals);
   free(j->bytes);
   free(j->lengths);
   free(j->meta);
@@ -110,6 +121,8 @@ static void exec_write(napi_env env, void *data) {
     else if (m[2] >= 0 && fchmod(fd, (mode_t)m[2]) < 0) fail(r, STEP_CHMOD);
     else if (m[4] >= 0 && (times_of(m, ts), futimens(fd, ts) < 0)) fail(r, STEP_UTIMES);
     if (close(fd) < 0 && r[0] == 0) fail(r, STEP_CLOSE);
+    if (j->finals && r[0] == 0 && rename(j->paths[i], j->finals[i]) < 0) fail(r, STEP_RENAME);
+    if (j->finals && r[0] != 0) unlink(j->paths[i]); /* the temporary file this call created */
   }
 }
 
@@ -144,6 +157,19 @@ static void complete(napi_env env, napi_status status, void *data) {
   job_free(env, j);
 }
 
+/* Copies n strings of a JS array into out (calloc'd by the caller): 0, 1 for a non-string, -1 out of memory. */
+static int strings_of(napi_env env, napi_value arr, uint32_t n, char **out) {
+  for (uint32_t i = 0; i < n; i++) {
+    napi_value v;
+    size_t len;
+    if (napi_get_element(env, arr, i, &v) != napi_ok || napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) return 1;
+    out[i] = malloc(len + 1);
+    if (!out[i]) return -1;
+    napi_get_value_string_utf8(env, v, out[i], len + 1, &len);
+  }
+  return 0;
+}
+
 /* Reads the arguments shared by both calls into a new job (NULL and a pending TypeError on bad input). */
 static job_t *job_new(napi_env env, napi_value paths, napi_value meta) {
   uint32_t n;
@@ -165,17 +191,12 @@ static job_t *job_new(napi_env env, napi_value paths, napi_value meta) {
   j->result = calloc((size_t)(n ? n : 1) * 2, sizeof(int32_t));
   if (!j->paths || !j->meta || !j->result) goto oom;
   memcpy(j->meta, mdata, (size_t)n * META * sizeof(double));
-  for (uint32_t i = 0; i < n; i++) {
-    napi_value v;
-    size_t len;
-    if (napi_get_element(env, paths, i, &v) != napi_ok || napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) {
-      job_free(env, j);
-      napi_throw_type_error(env, NULL, "paths must be strings");
-      return NULL;
-    }
-    j->paths[i] = malloc(len + 1);
-    if (!j->paths[i]) goto oom;
-    napi_get_value_string_utf8(env, v, j->paths[i], len + 1, &len);
+  int bad = strings_of(env, paths, n, j->paths);
+  if (bad) {
+    job_free(env, j);
+    if (bad < 0) goto oom;
+    napi_throw_type_error(env, NULL, "paths must be strings");
+    return NULL;
   }
   return j;
 oom:
@@ -198,8 +219,8 @@ static napi_value start(napi_env env, job_t *j, napi_async_execute_callback exec
 }
 
 static napi_value write_files(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
+  size_t argc = 4;
+  napi_value argv[4];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   if (argc < 3) {
     napi_throw_type_error(env, NULL, "writeFiles(paths, datas, meta)");
@@ -234,6 +255,24 @@ static napi_value write_files(napi_env env, napi_callback_info info) {
     }
     j->bytes[i] = p;
     j->lengths[i] = len;
+  }
+  napi_valuetype t4 = napi_undefined;
+  if (argc >= 4) napi_typeof(env, argv[3], &t4);
+  if (t4 != napi_undefined) {
+    uint32_t nf = 0;
+    if (napi_is_array(env, argv[3], &is_array) != napi_ok || !is_array || napi_get_array_length(env, argv[3], &nf) != napi_ok || nf != j->n) {
+      job_free(env, j);
+      napi_throw_type_error(env, NULL, "finals must be an array of strings, one per path");
+      return NULL;
+    }
+    j->finals = calloc(j->n ? j->n : 1, sizeof *j->finals);
+    int bad = j->finals ? strings_of(env, argv[3], j->n, j->finals) : -1;
+    if (bad) {
+      job_free(env, j);
+      if (bad < 0) napi_throw_error(env, NULL, "homefs_files: out of memory");
+      else napi_throw_type_error(env, NULL, "finals must be strings");
+      return NULL;
+    }
   }
   if (napi_create_reference(env, argv[1], 1, &j->datas_ref) != napi_ok) {
     job_free(env, j);
@@ -295,14 +334,39 @@ static napi_value read_cached(napi_env env, napi_callback_info info) {
   return num(env, n < 0 ? -errno : (double)n);
 }
 
+static napi_value read_file_cached(napi_env env, napi_callback_info info) {
+  size_t argc = 3, len, plen;
+  napi_value argv[3];
+  char path[4096];
+  double pos;
+  void *data;
+  napi_typedarray_type type;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 3 || napi_get_value_string_utf8(env, argv[0], path, sizeof(path), &plen) != napi_ok || plen >= sizeof(path) - 1 ||
+      napi_get_typedarray_info(env, argv[1], &type, &len, &data, NULL, NULL) != napi_ok || type != napi_uint8_array ||
+      napi_get_value_double(env, argv[2], &pos) != napi_ok) {
+    napi_throw_type_error(env, NULL, "readFileCached(path, buffer, position)");
+    return NULL;
+  }
+  struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW, .mode = 0, .resolve = RESOLVE_CACHED };
+  long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+  if (fd < 0) return num(env, -errno);
+  struct iovec iov = { data, len };
+  ssize_t n = preadv2((int)fd, &iov, 1, (off_t)pos, RWF_NOWAIT);
+  int err = n < 0 ? errno : 0;
+  close((int)fd);
+  return num(env, n < 0 ? -err : (double)n);
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
     { "writeFiles", NULL, write_files, NULL, NULL, NULL, napi_default, NULL },
     { "setMeta", NULL, set_meta, NULL, NULL, NULL, napi_default, NULL },
     { "openCached", NULL, open_cached, NULL, NULL, NULL, napi_default, NULL },
     { "readCached", NULL, read_cached, NULL, NULL, NULL, napi_default, NULL },
+    { "readFileCached", NULL, read_file_cached, NULL, NULL, NULL, napi_default, NULL },
   };
-  if (napi_define_properties(env, exports, 4, props) != napi_ok) return NULL;
+  if (napi_define_properties(env, exports, 5, props) != napi_ok) return NULL;
   return exports;
 }
 

@@ -13,9 +13,9 @@
  *   `CorruptObjectError` and nothing is cached, so the next read tries the store again), and caches it.
  *
  * Whole-object reads from disk are re-verified (hashing is ~1 ms per 4 MiB); `read()` ranges of a file that
- * is only on disk are served by one pread on a kept file handle (fdcache.ts) without re-hashing the whole
- * block once this process trusts the file: it wrote it (atomically, from verified bytes) or hashed it whole
- * since it started. Writes are not synced; diskfiles.ts explains why trust per process keeps torn files
+ * is only on disk are served at once when the kernel has its name and bytes cached, else by one pread on a
+ * kept file handle (fdcache.ts), without re-hashing the whole block once this process trusts the file: it
+ * wrote it (atomically, from verified bytes) or hashed it whole since it started. Writes are not synced; diskfiles.ts explains why trust per process keeps torn files
  * of a host crash from ever being served.
  *
  * Prefetch (`prefetch`, `getInBackground`) runs in a FIFO queue (prefetchqueue.ts) on at most
@@ -34,6 +34,7 @@ import type { Store } from '../store/store.js';
 import { verifyObject, type HashFn } from '../store/verify.js';
 import { StoreUnavailableError, errorMessage } from '../util/errors.js';
 import { validateName } from '../util/names.js';
+import { filesAddon } from '../util/files-addon.js';
 import { DiskFiles, preadRange, type ObjectKind } from './diskfiles.js';
 import { FdCache } from './fdcache.js';
 import { DiskIndex, type IndexEntry } from './diskindex.js';
@@ -44,6 +45,8 @@ export type { ObjectKind } from './diskfiles.js';
 
 /** Blocks of a store on this host's disk at least this large are copied into the cache directory (see `load`). */
 const LOCAL_COPY_MIN = 1024 * 1024;
+/** Reads of a disk file up to this size are tried at once from the kernel's caches (`readNow`). */
+const CACHED_READ_MAX = 256 * 1024;
 
 export interface CacheStats {
   /** Bytes and objects in the on-disk cache (as this daemon's index sees it). */
@@ -197,7 +200,10 @@ export class BlockCache {
     if (pending) return this.count(await pending).subarray(offset, offset + length);
     // Not indexed (another daemon may have written it) or not trusted yet by this process: the whole-object
     // path probes, hashes and adopts it; later ranges of it are then single preads.
-    if (!this.index.get(k)?.verified) return this.count(await this.flight('block', hash, false)).subarray(offset, offset + length);
+    const entry = this.index.get(k);
+    if (!entry?.verified) return this.count(await this.flight('block', hash, false)).subarray(offset, offset + length);
+    const now = this.readNow(hash, entry.size, offset, length);
+    if (now) return now;
     try {
       const lease = await this.fds.acquire(k, this.files.path('block', hash));
       if (lease) {
@@ -217,6 +223,22 @@ export class BlockCache {
       this.log?.warn({ op: 'cache.read', hash, err: errorMessage(e) }, 'cannot read cached block; fetching it again');
     }
     return this.count(await this.flight('block', hash, true)).subarray(offset, offset + length);
+  }
+
+  /**
+   * `read` of a trusted disk file at once, on this thread, when its name and the bytes asked for are in the
+   * kernel's caches (util/files-addon.ts): a file the warm-up or a prefetch wrote moments ago. Otherwise
+   * undefined, and the read goes through the thread pool (a kept handle), as a file that vanished does.
+   */
+  private readNow(hash: string, size: number, offset: number, length: number): Buffer | undefined {
+    const n = Math.max(0, Math.min(length, size - offset));
+    if (n === 0 || n > CACHED_READ_MAX) return undefined;
+    const buf = Buffer.allocUnsafe(n);
+    if (filesAddon().readFileCached(this.files.path('block', hash), buf, offset) !== n) return undefined;
+    this.counters.hits++;
+    this.counters.diskHits++;
+    this.touchOrAdopt('block', hash, size, true);
+    return buf;
   }
 
   /** Fetches objects in the background with bounded concurrency; never throws, errors are counted and logged. */

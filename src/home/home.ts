@@ -127,7 +127,7 @@ export class MountedHome extends RunningHome {
       // index is decoded a part at a time once the hot set's warm-up is done: not inside the wake's chain of
       // round trips, nor ahead of the agent's first requests.
       const packReads = overNetwork(store.url) ? new PackReads(store, cfg.org, cfg.home, defaults.packReads, log) : null;
-      void packReads?.load({ lazy: true }); // in the background: fetches before it has loaded go to blocks/
+      void packReads?.load(); // in the background: fetches before it has loaded go to blocks/
       let nsPack: NsPack | null = null; // (made below, on the cache; the cache takes its trees not cut yet)
       const cache = new BlockCache({
         dir: paths.orgCache, store, org: cfg.org, maxBytes: cfg.cacheBytes, logger: log, ...(packReads ? { pack: packReads } : {}), trees: { take: (h) => nsPack?.take(h) },
@@ -243,14 +243,14 @@ export class MountedHome extends RunningHome {
       log.info({ op: 'wake.phases', ms: phases.report() }, 'wake phases (ms)');
       // The background work starts once the kernel's INIT is answered: until then the kernel holds every request
       // (the agent's first `cat`), and work started at once held the loop ahead of INIT for up to 250 ms. The
-      // warm-up's bulk comes first. The namespace pack's trees are cut, and the push pack's index decoded (once
-      // the warm-up is done), a slice at a time and only a little while the agent's requests flow (`backgroundPause`):
-      // a lookup takes the tree it needs from the pack at once (docs/decisions/0078-wake-background-order.md).
+      // warm-up's bulk comes first. The namespace pack's trees are cut a slice at a time and only a little while
+      // the agent's requests flow (`backgroundPause`): a lookup takes the tree it needs from the pack at once
+      // (docs/decisions/0078-wake-background-order.md).
       const root = choice.rootTree;
       void h.initialized().then(() => {
         hot.serving(); // (the bulk's requests go out before the walk's, which starts a turn of the loop later)
         if (root && h.nsPack) setImmediate(() => h.walkNamespace(root, remote));
-        void hot.warmUp().then(() => packReads?.decodeInBackground(h.backgroundPause));
+        void hot.warmUp();
       });
       return h;
     } catch (e) {

@@ -18,19 +18,19 @@
  * window costs the reader one store round trip of waiting; with it the round trips overlap its work. A fetch that jumps elsewhere starts a new run and reads
  * nothing ahead until it walks forward again.
  *
- * Like every pack it is a hint: the index loads in the background while the mount wakes and is decoded a
- * time slice at a time once the hot set's warm-up is done (fetches before then go to `blocks/`), any block
+ * Like every pack it is a hint: the index loads in the background while the mount wakes (fetches before it
+ * has loaded go to `blocks/`) into a table that costs a few ms at 95,000 blocks (transfer/pushpack.ts
+ * `PushPackTable`), so a move's warm-up finds it in place for the objects its wake pack lacks; any block
  * of a snapshot is welcome (content addressing: a block is its hash, not its snapshot's), and a pack that
  * is missing, damaged, too large to index, or a window that fails or holds a wrong block only sends those
  * fetches to `blocks/`. Nothing here can fail a read.
  */
 import type { Logger } from 'pino';
 import { hashBuffer } from '../hash/blake3.js';
-import { PushPackIndexDecoder, pushPackIndexLength, type PushPackEntry, type PushPackIndex } from '../transfer/pushpack.js';
+import { PushPackTable, pushPackIndexLength } from '../transfer/pushpack.js';
 import { pushPackKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { NotFoundError, errorMessage } from '../util/errors.js';
-import { backgroundSlicer } from '../util/slicer.js';
 
 export interface PackReadOptions {
   /** One ranged GET reads at most this many bytes of the pack (one block larger than that alone). */
@@ -45,8 +45,8 @@ export interface PackReadOptions {
 
 /** What the push pack did for this mount (`status`, `pushpack`). */
 export interface PackReadReport {
-  /** loading, none (no pack), skipped (damaged or too large), fetched (decoded at the first cold read), ready. */
-  state: 'loading' | 'none' | 'skipped' | 'fetched' | 'ready';
+  /** loading, none (no pack), skipped (damaged or too large), ready. */
+  state: 'loading' | 'none' | 'skipped' | 'ready';
   blocks: number;
   windows: number;
   /** Blocks served from windows; blocks that failed their hash; window GETs that failed. */
@@ -59,14 +59,22 @@ export interface PackReadReport {
   ahead: number;
 }
 
-/** Entries the background decode reads per time slice check. */
-const DECODE_STEP = 512;
+/** An entry of the pack's index in a window (`PushPackTable` holds them as numbers). */
+interface Slot {
+  i: number;
+  hash: string;
+  offset: number;
+  length: number;
+}
+
+/** Per entry: not asked for yet, handed out (the cache has it: no window reads it again unasked), or rejected. */
+const FRESH = 0;
+const TAKEN = 1;
+const REJECTED = 2;
 
 export class PackReads {
   readonly report: PackReadReport = { state: 'loading', blocks: 0, windows: 0, served: 0, rejected: 0, failed: 0, bytesFetched: 0, ahead: 0 };
-  private entries: PushPackEntry[] = [];
-  private where: Map<string, number> | null = null;
-  private dataStart = 0;
+  private table: PushPackTable | null = null;
   private readonly inflight = new Map<string, Promise<Map<string, Buffer>>>();
   private readonly held = new Map<string, Buffer>();
   private heldTotal = 0;
@@ -77,28 +85,21 @@ export class PackReads {
   private frontier = 0;
   /** Read-ahead windows in flight. */
   private aheadInFlight = 0;
-  /** Per entry: 1 once its block was handed out (the cache has it; no window reads it again unasked). */
-  private taken = new Uint8Array(0);
-  /** The index, kept by `load({ lazy })` until `decodeInBackground`, `has` or `fetch` decodes it. */
-  private decoder: PushPackIndexDecoder | null = null;
-  private decoding: Promise<void> | null = null;
+  /** Per entry: FRESH, TAKEN or REJECTED. */
+  private marks = new Uint8Array(0);
   private loading: Promise<void> | null = null;
 
   constructor(private readonly store: Store, org: string, home: string, private readonly opts: PackReadOptions, private readonly log?: Logger) {
     this.key = pushPackKey(org, home);
   }
 
-  /**
-   * Loads the index (two ranged GETs at most, once); never throws. With `lazy`, the index's bytes are kept
-   * and decoded by `decodeInBackground`, or at once by `has` (state `fetched` until then): tens of ms at
-   * 17k blocks, which must not run in one piece right when the mount starts serving.
-   */
-  load(opts: { lazy?: boolean } = {}): Promise<void> {
-    this.loading ??= this.loadIndex(opts);
+  /** Loads the index (two ranged GETs at most, once); never throws. */
+  load(): Promise<void> {
+    this.loading ??= this.loadIndex();
     return this.loading;
   }
 
-  private async loadIndex(opts: { lazy?: boolean }): Promise<void> {
+  private async loadIndex(): Promise<void> {
     try {
       const first = await this.get(0, Math.min(this.opts.windowBytes, this.opts.maxIndexBytes));
       const indexEnd = pushPackIndexLength(first);
@@ -108,63 +109,14 @@ export class PackReads {
         return;
       }
       const head = first.length >= indexEnd ? first : Buffer.concat([first, await this.get(first.length, indexEnd - first.length)]);
-      this.decoder = new PushPackIndexDecoder(head);
-      if (opts.lazy) this.report.state = 'fetched';
-      else this.decodeKept();
+      const table = new PushPackTable(head.length > indexEnd ? Buffer.from(head.subarray(0, indexEnd)) : head);
+      this.table = table;
+      this.marks = new Uint8Array(table.count);
+      this.report.blocks = table.count;
+      this.report.state = 'ready';
     } catch (e) {
       this.failed(e);
     }
-  }
-
-  /** The decoded index in use; `where` already maps its first entries (decodeInBackground). */
-  private use(index: PushPackIndex, where = new Map<string, number>()): void {
-    this.entries = index.entries;
-    this.taken = new Uint8Array(index.entries.length);
-    this.dataStart = index.dataStart;
-    for (let i = where.size; i < index.entries.length; i++) where.set((index.entries[i] as PushPackEntry).hash, i);
-    this.where = where;
-    this.report.blocks = index.entries.length;
-    this.report.state = 'ready';
-  }
-
-  /** Decodes what is left of the index `load` kept, at once. */
-  private decodeKept(where?: Map<string, number>): void {
-    const d = this.decoder;
-    if (!d) return;
-    this.decoder = null;
-    try {
-      d.step(Infinity);
-      this.use(d.index, where);
-    } catch (e) {
-      this.failed(e);
-    }
-  }
-
-  /**
-   * Decodes the index `load({ lazy })` kept a time slice at a time (`pause`), once, after the load if it is
-   * still under way; fetches before it ends go to `blocks/`. An index of tens of thousands of blocks took tens
-   * of ms in one piece, right when the mount began to serve (a move's first prefetch), ahead of the agent's
-   * first requests; wake starts this once the hot set's warm-up is done.
-   */
-  decodeInBackground(pause: () => Promise<void> = () => backgroundSlicer.pause()): Promise<void> {
-    this.decoding ??= (async () => {
-      await this.loading;
-      const d = this.decoder;
-      const where = new Map<string, number>();
-      while (d !== null && d === this.decoder) {
-        await pause();
-        try {
-          const done = d.step(DECODE_STEP);
-          const entries = d.index.entries;
-          for (let i = where.size; i < entries.length; i++) where.set((entries[i] as PushPackEntry).hash, i);
-          if (done) break;
-        } catch {
-          break; // (decodeKept reports it)
-        }
-      }
-      if (d === this.decoder) this.decodeKept(where);
-    })();
-    return this.decoding;
   }
 
   private failed(e: unknown): void {
@@ -174,8 +126,13 @@ export class PackReads {
 
   /** Whether the pack can supply `hash` now (held, in a window in flight, or in the index). */
   has(hash: string): boolean {
-    this.decodeKept();
-    return this.held.has(hash) || this.inflight.has(hash) || (this.where?.has(hash) ?? false);
+    return this.held.has(hash) || this.inflight.has(hash) || this.at(hash) >= 0;
+  }
+
+  /** The index's entry for `hash`, unless the pack cannot supply it (not in it, not loaded, rejected): -1. */
+  private at(hash: string): number {
+    const i = this.table?.find(hash) ?? -1;
+    return i >= 0 && this.marks[i] !== REJECTED ? i : -1;
   }
 
   /**
@@ -183,14 +140,13 @@ export class PackReads {
    * it, index not loaded yet, window failed, hash mismatch): the caller then fetches from `blocks/`.
    */
   async fetch(hash: string): Promise<Buffer | undefined> {
-    if (this.decoder) return undefined; // loaded, not decoded yet (decodeInBackground): to blocks/, like a fetch before the load
-    const at = this.where?.get(hash);
-    const forward = at !== undefined && this.walk(at);
-    const ready = this.take(hash);
-    const pending = ready ? undefined : (this.inflight.get(hash) ?? (at === undefined ? undefined : this.window(at)));
+    const at = this.at(hash);
+    const forward = at >= 0 && this.walk(at);
+    const ready = this.take(hash, at);
+    const pending = ready ? undefined : (this.inflight.get(hash) ?? (at < 0 ? undefined : this.window(at)));
     if (forward) this.readAhead(at);
     if (ready) return ready;
-    return pending ? this.take(hash, await pending) : undefined;
+    return pending ? this.take(hash, at, await pending) : undefined;
   }
 
   /** Notes a fetch of entry `at`; true when it continues a forward run (at or within a window after the last). */
@@ -204,13 +160,15 @@ export class PackReads {
 
   /** Bytes of pack from the start of entry `from` to the start of entry `to`. */
   private span(from: number, to: number): number {
-    return (this.entries[to] as PushPackEntry).offset - (this.entries[from] as PushPackEntry).offset;
+    const t = this.table as PushPackTable;
+    return t.offset(to) - t.offset(from);
   }
 
-  /** Whether entry `i` needs no read: held, in flight, or not to be asked of the pack (rejected). */
+  /** Whether entry `i` needs no read: taken, rejected, held or in flight. */
   private covered(i: number): boolean {
-    const h = (this.entries[i] as PushPackEntry).hash;
-    return this.taken[i] === 1 || this.held.has(h) || this.inflight.has(h) || !(this.where?.has(h) ?? false);
+    if (this.marks[i] !== FRESH) return true;
+    const h = (this.table as PushPackTable).hash(i);
+    return this.held.has(h) || this.inflight.has(h);
   }
 
   /**
@@ -221,9 +179,10 @@ export class PackReads {
     const max = this.opts.aheadWindows ?? 0;
     while (this.aheadInFlight < max) {
       let next = Math.max(this.frontier, at + 1);
-      while (next < this.entries.length && this.covered(next) && this.span(at, next) < this.opts.windowBytes * max) next++; // bounded: a re-read run is mostly covered
+      const count = (this.table as PushPackTable).count;
+      while (next < count && this.covered(next) && this.span(at, next) < this.opts.windowBytes * max) next++; // bounded: a re-read run is mostly covered
       this.frontier = next;
-      if (next >= this.entries.length || this.span(at, next) >= this.opts.windowBytes * max) return;
+      if (next >= count || this.span(at, next) >= this.opts.windowBytes * max) return;
       if (this.heldTotal + this.opts.windowBytes * (this.aheadInFlight + 1) > this.opts.heldBytes) return;
       this.aheadInFlight++;
       this.report.ahead++;
@@ -234,8 +193,8 @@ export class PackReads {
     }
   }
 
-  /** Held bytes of `hash` (removed from the held set), from `got` if given. */
-  private take(hash: string, got?: Map<string, Buffer>): Buffer | undefined {
+  /** Held bytes of `hash` (entry `at`; removed from the held set), from `got` if given. */
+  private take(hash: string, at: number, got?: Map<string, Buffer>): Buffer | undefined {
     const b = this.held.get(hash);
     if (b) {
       this.held.delete(hash);
@@ -244,25 +203,24 @@ export class PackReads {
     const out = b ?? got?.get(hash);
     if (out) {
       this.report.served++;
-      const at = this.where?.get(hash);
-      if (at !== undefined) this.taken[at] = 1;
+      if (at >= 0) this.marks[at] = TAKEN;
     }
     return out;
   }
 
   /** Reads the window starting at entry `at`; its blocks are held (the caller takes its own). */
   private window(at: number): Promise<Map<string, Buffer>> {
-    const first = this.entries[at] as PushPackEntry;
-    const slice: PushPackEntry[] = [];
-    for (let i = at; i < this.entries.length; i++) {
-      const e = this.entries[i] as PushPackEntry;
-      if (slice.length > 0 && e.offset + e.length - first.offset > this.opts.windowBytes) break;
-      if (i > at && (this.held.has(e.hash) || this.inflight.has(e.hash) || this.taken[i] === 1)) break; // read already, or being read
-      slice.push(e);
+    const t = this.table as PushPackTable;
+    const start = t.offset(at);
+    const slice: Slot[] = [];
+    for (let i = at; i < t.count; i++) {
+      if (slice.length > 0 && t.offset(i) + t.length(i) - start > this.opts.windowBytes) break;
+      const hash = t.hash(i);
+      if (i > at && (this.marks[i] !== FRESH || this.held.has(hash) || this.inflight.has(hash))) break; // read already, being read, or rejected
+      slice.push({ i, hash, offset: t.offset(i), length: t.length(i) });
     }
-    const last = slice[slice.length - 1] as PushPackEntry;
     this.frontier = Math.max(this.frontier, at + slice.length);
-    const p = this.read(first, last, slice);
+    const p = this.read(slice);
     for (const e of slice) this.inflight.set(e.hash, p);
     const done = (): void => {
       for (const e of slice) if (this.inflight.get(e.hash) === p) this.inflight.delete(e.hash);
@@ -271,11 +229,13 @@ export class PackReads {
     return p;
   }
 
-  private async read(first: PushPackEntry, last: PushPackEntry, slice: readonly PushPackEntry[]): Promise<Map<string, Buffer>> {
+  private async read(slice: readonly Slot[]): Promise<Map<string, Buffer>> {
     const out = new Map<string, Buffer>();
+    const first = slice[0] as Slot;
+    const last = slice[slice.length - 1] as Slot;
     let buf: Buffer;
     try {
-      buf = await this.get(this.dataStart + first.offset, last.offset + last.length - first.offset);
+      buf = await this.get((this.table as PushPackTable).dataStart + first.offset, last.offset + last.length - first.offset);
       this.report.windows++;
     } catch (e) {
       this.report.failed++;
@@ -286,7 +246,7 @@ export class PackReads {
       const data = Buffer.from(buf.subarray(e.offset - first.offset, e.offset - first.offset + e.length)); // own copy: no slice pins the window
       if (data.length !== e.length || hashBuffer(data) !== e.hash) {
         this.report.rejected++;
-        this.where?.delete(e.hash); // never asked of the pack again
+        this.marks[e.i] = REJECTED; // never asked of the pack again
         continue;
       }
       out.set(e.hash, data);

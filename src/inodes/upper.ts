@@ -8,13 +8,12 @@
  * more than the call itself (profile in docs/benchmarks.md, "2. The write path").
  * Opening (creating), reads, large writes, close, unlink and fdatasync, which change directories, may
  * wait for the disk or be throttled, stay on the threadpool; except that a small read whose file name
- * and bytes are in the kernel's caches is done at once (openat2 RESOLVE_CACHED, preadv2 RWF_NOWAIT:
- * native/src/files.c), which never waits for the disk: a log segment after a burst of new files reads
+ * and bytes are in the kernel's caches is done at once (util/files-addon.ts), which never waits for the disk: a log segment after a burst of new files reads
  * thousands of them (docs/decisions/0076-cached-upper-reads.md).
  */
 import { close, closeSync, fdatasync, fstatSync, ftruncateSync, mkdirSync, open, openSync, read, statSync, truncateSync, write, writeSync, constants, unlink, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
-import { loadNativeAddon } from '../util/addon.js';
+import { filesAddon as io } from '../util/files-addon.js';
 
 const MAX_IDLE_FDS = 256;
 /** Writes up to this size go straight to the page cache from the main thread; larger ones use the threadpool. */
@@ -22,15 +21,6 @@ const SYNC_WRITE_MAX = 64 * 1024;
 /** Reads up to this size are tried at once from the kernel's caches (`readCached`). */
 const CACHED_READ_MAX = 64 * 1024;
 
-interface CachedIo {
-  openCached(path: string): number;
-  readCached(fd: number, buf: Uint8Array, position: number): number;
-}
-let cachedIo: CachedIo | undefined;
-function io(): CachedIo {
-  cachedIo ??= loadNativeAddon('homefs_files') as CachedIo;
-  return cachedIo;
-}
 
 function p<T>(fn: (cb: (err: NodeJS.ErrnoException | null, v: T) => void) => void): Promise<T> {
   return new Promise((resolve, reject) => fn((err, v) => (err ? reject(err) : resolve(v))));

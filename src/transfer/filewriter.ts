@@ -10,19 +10,7 @@
  * Node-style errno error: `ENOSPC: no space left on device, write '<path>'`). `setMeta` sets owners, modes
  * and times of many paths in order (directories deepest first, by the caller).
  */
-import { getSystemErrorMap } from 'node:util';
-import { loadNativeAddon } from '../util/addon.js';
-
-interface FilesAddon {
-  writeFiles(paths: string[], datas: Buffer[], meta: Float64Array): Promise<Int32Array>;
-  setMeta(paths: string[], meta: Float64Array): Promise<Int32Array>;
-}
-
-let addon: FilesAddon | undefined;
-function files(): FilesAddon {
-  addon ??= loadNativeAddon('homefs_files') as FilesAddon;
-  return addon;
-}
+import { filesAddon as files, itemFailure } from '../util/files-addon.js';
 
 /** What to set on a path; an absent field is left as it is. */
 export interface PathMeta {
@@ -33,7 +21,6 @@ export interface PathMeta {
   mtimeNs?: bigint;
 }
 
-const STEPS = ['open', 'write', 'chown', 'chmod', 'utimes', 'close'];
 const PER_ITEM = 5;
 const NS = 1_000_000_000n;
 /** setMeta paths per addon call. */
@@ -57,11 +44,8 @@ function fillMeta(out: Float64Array, i: number, m: PathMeta | undefined): void {
 /** The first failure in an addon answer as Node's fs would report it, or null. */
 function firstFailure(result: Int32Array, paths: readonly string[]): NodeJS.ErrnoException | null {
   for (let i = 0; i < paths.length; i++) {
-    const errno = result[i * 2] as number;
-    if (errno === 0) continue;
-    const [code, text] = getSystemErrorMap().get(-errno) ?? [`E${errno}`, `errno ${errno}`];
-    const syscall = STEPS[result[i * 2 + 1] as number] ?? 'write';
-    return Object.assign(new Error(`${code}: ${text}, ${syscall} '${paths[i]}'`), { code, errno: -errno, syscall, path: paths[i] });
+    const failure = itemFailure(result, i, paths[i] as string);
+    if (failure) return failure;
   }
   return null;
 }
