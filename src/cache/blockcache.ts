@@ -94,7 +94,8 @@ export interface BlockCacheOptions {
   openFiles?: number;
   /**
    * Asked first for every block the cache fetches (home/packreads.ts: the push pack); undefined sends the
-   * fetch to the store's `blocks/`. What it returns is verified like any fetched object.
+   * fetch to the store's `blocks/`. What it returns it has verified by hash (the pack hashes every block it
+   * cuts out of a window): the cache does not hash it again.
    */
   pack?: { fetch(hash: string): Promise<Buffer | undefined> };
   /**
@@ -153,7 +154,10 @@ export class BlockCache {
       open: () => this.state === 'open',
       present: (kind, hash) => this.has(kind, hash) || this.inflight.has(cacheKey(kind, hash)),
       trySlot: () => this.slots.tryAcquireBackground(),
-      start: (kind, hash, slot) => this.flight(kind, hash, false, slot).then((l) => l.data),
+      // Only what the index lacks is prefetched, and the index holds every file of the scan at init: a file
+      // another daemon wrote since then is fetched once more rather than every prefetch trying the disk first
+      // (a failed open per object, a second of the thread's time for a move's 17,000 prefetches).
+      start: (kind, hash, slot) => this.flight(kind, hash, true, slot).then((l) => l.data),
       join: (kind, hash) => this.get(kind, hash),
       failed: (kind, hash, e) => this.log?.debug({ op: 'cache.prefetch', kind, hash, err: errorMessage(e) }, 'prefetch failed'),
     });
@@ -468,6 +472,7 @@ export class BlockCache {
     const store = this.opts.store;
     let timer: NodeJS.Timeout | undefined;
     let timedOut = false;
+    let fromPack = false;
     let release = held;
     const work = (async () => {
       release ??= await this.slots.acquire();
@@ -477,6 +482,7 @@ export class BlockCache {
       }
       try {
         const packed = kind === 'block' ? await this.opts.pack?.fetch(hash) : this.opts.trees?.take(hash);
+        fromPack = kind === 'block' && packed !== undefined;
         if (packed) return packed; // (its bytes are counted by the pack's own report)
         this.counters.fetches++;
         const data = await store.get(key);
@@ -495,7 +501,8 @@ export class BlockCache {
     });
     work.catch(() => undefined); // its rejection is reported through the race, or nobody waits for it anymore
     try {
-      return await verifyObject(key, hash, await Promise.race([work, timeout]), this.hash);
+      const data = await Promise.race([work, timeout]);
+      return fromPack ? data : await verifyObject(key, hash, data, this.hash);
     } catch (e) {
       this.counters.errors++;
       this.log?.warn({ op: 'cache.fetch', key, err: errorMessage(e) }, 'fetch failed');
