@@ -11,6 +11,11 @@
 #
 #   bench/fullsize-rtt.sh [RTT]        (needs the home of bench/lib/agenthome.ts at scale 8 in $SRC)
 #
+# STEPS picks steps (default "find wake move"; a move alone takes the hot set the last session of the home
+# recorded); HOMEFS=<a build's bin/homefs> mounts with another build (A/B, alternating by hand); WAIT=N
+# waits N s after the mount returns and times the resume from then: what serving costs once the warm-up has
+# brought everything in; PROF=DIR writes the daemon's CPU profile there (dist/bench/lib/tools/cpuwindow.js reads
+# a window of it: each step prints its start on CLOCK_MONOTONIC).
 # SRC defaults to /var/tmp/big/home (see bench/find-local.sh for how to make it); WORK to /var/tmp/s8. The
 # Ceph keeps running afterwards (its state is in $HOMEFS_CEPH_DIR, default /var/tmp/bsceph): stop it with
 # `HOMEFS_CEPH_DIR=/var/tmp/bsceph test/support/ceph.sh stop`. A second run reuses the pushed home while the
@@ -19,6 +24,7 @@ set -u
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/bin:$PATH
 RTT=${1:-20}
+HOMEFS=${HOMEFS:-bin/homefs}
 SRC=${SRC:-/var/tmp/big/home}
 W=${WORK:-/var/tmp/s8}; mkdir -p "$W"
 export HOMEFS_CEPH_OBJECTSTORE=bluestore HOMEFS_CEPH_DIR=${HOMEFS_CEPH_DIR:-/var/tmp/bsceph}
@@ -42,13 +48,14 @@ step() { # name, function
   local n=$1 t0 pid
   rm -rf "$W/state-$n" "$W/cache-$n"; sync; echo 3 > /proc/sys/vm/drop_caches
   t0=$(now)
-  bin/homefs mount acme/big "$M" --store "$URL" --state-dir "$W/state-$n" --cache-dir "$W/cache-$n" > /dev/null || { echo "$n: mount failed"; return 1; }
-  echo "$n (+$RTT ms): mount returns $(since "$t0") s"
+  ${PROF:+env NODE_OPTIONS=--cpu-prof\ --cpu-prof-dir=$PROF} $HOMEFS mount acme/big "$M" --store "$URL" --state-dir "$W/state-$n" --cache-dir "$W/cache-$n" > /dev/null || { echo "$n: mount failed"; return 1; }
+  echo "$n (+$RTT ms): mount returns $(since "$t0") s (started at $t0)"
+  if [ -n "${WAIT:-}" ]; then sleep "$WAIT"; t0=$(now); echo "  (timed from $WAIT s after the mount)"; fi
   "$2" "$t0"
-  pid=$(bin/homefs status "$M" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+  pid=$($HOMEFS status "$M" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
   [ "$n" = move ] && report
   echo "  daemon peak RSS: $(grep VmHWM /proc/"$pid"/status | awk '{print $2, $3}')"
-  bin/homefs sleep "$M" > /dev/null
+  $HOMEFS sleep "$M" > /dev/null
 }
 dofind() { local n; n=$(find "$M" | wc -l); echo "  find ends $(since "$1") s, $n entries"; }
 resume() {
@@ -57,11 +64,14 @@ resume() {
   local l; l=$(grep -r abc "$M/projects/app/src" | wc -l); echo "  grep -r ends $(since "$1") s ($l lines)"
 }
 report() {
-  bin/homefs status "$M" --json | python3 -c 'import json,sys; d=json.load(sys.stdin); w=d["hotset"].get("warm") or {}; p=d.get("pushpack") or {}; print("  warm-up:", {k: w.get(k) for k in ["entries","fromPack","prefetched","bytesFetched","ms"]}, "push pack:", {k: p.get(k) for k in ["blocks","served"]}, "bytes fetched in all:", d["bytesFetched"])'
-  bin/homefs status --metrics "$M" | grep -E '^homefs_store_requests_total' | sed -E 's/^homefs_store_requests_total\{op="([^"]*)",kind="([^"]*)".*\} /  requests \1 \2: /'
+  $HOMEFS status "$M" --json | python3 -c 'import json,sys; d=json.load(sys.stdin); w=d["hotset"].get("warm") or {}; p=d.get("pushpack") or {}; print("  warm-up:", {k: w.get(k) for k in ["entries","fromPack","prefetched","bytesFetched","ms"]}, "push pack:", {k: p.get(k) for k in ["blocks","served"]}, "bytes fetched in all:", d["bytesFetched"])'
+  $HOMEFS status --metrics "$M" | grep -E '^homefs_store_requests_total' | sed -E 's/^homefs_store_requests_total\{op="([^"]*)",kind="([^"]*)".*\} /  requests \1 \2: /'
 }
-node dist/bench/lib/tools/forget-hints.js "$URL0" acme/big
-step find dofind
-node dist/bench/lib/tools/forget-hints.js "$URL0" acme/big
-step wake resume
-step move resume
+for s in ${STEPS:-find wake move}; do
+  case $s in
+    find) node dist/bench/lib/tools/forget-hints.js "$URL0" acme/big; step find dofind ;;
+    wake) node dist/bench/lib/tools/forget-hints.js "$URL0" acme/big; step wake resume ;;
+    move) step move resume ;;
+    *) echo "unknown step $s (find, wake, move)"; exit 2 ;;
+  esac
+done

@@ -124,8 +124,8 @@ export class MountedHome extends RunningHome {
       undo.push(() => claim.lease.then((l) => l?.release(), () => undefined));
       const objects = new ObjectStore(store, cfg.org);
       // Cold reads cut out of the push pack, where the store is remote (a local one costs no round trips). Its
-      // index is decoded a part at a time once the hot set's warm-up is done: not inside the wake's chain of
-      // round trips, nor ahead of the agent's first requests.
+      // index becomes a table in a few ms as soon as it arrives (docs/decisions/0082-cache-hops-and-pack-table.md),
+      // so a move's prefetches of what the wake pack lacks read the pack's windows.
       const packReads = overNetwork(store.url) ? new PackReads(store, cfg.org, cfg.home, defaults.packReads, log) : null;
       void packReads?.load(); // in the background: fetches before it has loaded go to blocks/
       let nsPack: NsPack | null = null; // (made below, on the cache; the cache takes its trees not cut yet)
