@@ -52,22 +52,26 @@ function tempName(): string {
   return `${TEMP_PREFIX}${process.pid}-${RUN}-${(temps++).toString(36)}`;
 }
 
-/** Writes queued in one turn of the event loop go to the thread pool together, up to this many. */
+/** Writes queued in one turn of the event loop go to the thread pool together, up to this many and bytes. */
 const BATCH_MAX = 256;
+const BATCH_BYTES = 4 * 1024 * 1024;
 
 /**
  * Atomic writes in batches: each is a temp file created, written and closed, then renamed to its name, all
  * of a batch in one thread-pool hop (util/files-addon.ts), where Node's fs took four per file. A batch
- * goes when the event loop has finished its turn, or at BATCH_MAX writes.
+ * goes when the event loop has finished its turn, or at BATCH_MAX writes or BATCH_BYTES (so large blocks
+ * still go up in parallel on the pool's threads, and none waits long behind others).
  */
 class WriteBatches {
   private queue: Array<{ tmp: string; final: string; data: Buffer; done: (failure: NodeJS.ErrnoException | null) => void }> = [];
+  private bytes = 0;
 
   /** Resolves with the write's failure (Node's fs errno error), or null. */
   write(tmp: string, final: string, data: Buffer): Promise<NodeJS.ErrnoException | null> {
     return new Promise((done) => {
       this.queue.push({ tmp, final, data, done });
-      if (this.queue.length >= BATCH_MAX) this.send();
+      this.bytes += data.length;
+      if (this.queue.length >= BATCH_MAX || this.bytes >= BATCH_BYTES) this.send();
       else if (this.queue.length === 1) setImmediate(() => this.send());
     });
   }
@@ -76,6 +80,7 @@ class WriteBatches {
     const batch = this.queue;
     if (batch.length === 0) return;
     this.queue = [];
+    this.bytes = 0;
     const tmps = batch.map((w) => w.tmp);
     filesAddon().writeFiles(tmps, batch.map((w) => w.data), new Float64Array(batch.length * 5).fill(-1), batch.map((w) => w.final)).then(
       (result) => batch.forEach((w, i) => w.done(itemFailure(result, i, w.tmp))),
