@@ -15,8 +15,8 @@
  * Whole-object reads from disk are re-verified (hashing is ~1 ms per 4 MiB); `read()` ranges of a file that
  * is only on disk are served at once when the kernel has its name and bytes cached, else by one pread on a
  * kept file handle (fdcache.ts), without re-hashing the whole block once this process trusts the file: it
- * wrote it (atomically, from verified bytes) or hashed it whole since it started. Writes are not synced; diskfiles.ts explains why trust per process keeps torn files
- * of a host crash from ever being served.
+ * wrote it (atomically, from verified bytes) or hashed it whole since it started. Writes are not synced;
+ * diskfiles.ts explains why trust per process keeps torn files of a host crash from ever being served.
  *
  * Prefetch (`prefetch`, `getInBackground`) runs in a FIFO queue (prefetchqueue.ts) on at most
  * `prefetchParallelism` fetch slots; a reader's fetch never queues behind it (fetchslots.ts) and joins a

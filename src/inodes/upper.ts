@@ -8,8 +8,9 @@
  * more than the call itself (profile in docs/benchmarks.md, "2. The write path").
  * Opening (creating), reads, large writes, close, unlink and fdatasync, which change directories, may
  * wait for the disk or be throttled, stay on the threadpool; except that a small read whose file name
- * and bytes are in the kernel's caches is done at once (util/files-addon.ts), which never waits for the disk: a log segment after a burst of new files reads
- * thousands of them (docs/decisions/0076-cached-upper-reads.md).
+ * and bytes are in the kernel's caches is done at once (util/files-addon.ts), which never waits for the
+ * disk: a log segment after a burst of new files reads thousands of them
+ * (docs/decisions/0076-cached-upper-reads.md).
  */
 import { close, closeSync, fdatasync, fstatSync, ftruncateSync, mkdirSync, open, openSync, read, statSync, truncateSync, write, writeSync, constants, unlink, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
