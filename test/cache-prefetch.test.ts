@@ -3,7 +3,8 @@
  * getInBackground is FIFO behind earlier prefetches and joins fetches in flight; prefetch keeps the disk
  * cap and never evicts pinned blocks (those of open files); a file found on disk at start is hashed whole
  * before any range of it is served, so a torn file left by a host crash is fetched again, never served;
- * and the namespace walk visits every tree of a snapshot with the requests of a level in flight together.
+ * the namespace walk visits every tree of a snapshot with the requests of a level in flight together; and the
+ * queue itself stays first in first out over thousands of entries.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,6 +14,7 @@ import { hashBuffer } from '../src/hash/blake3.js';
 import type { Tree, TreeEntry } from '../src/model/tree.js';
 import { encodeTree } from '../src/format/codec.js';
 import { TreeWalk } from '../src/home/treewalk.js';
+import { PrefetchQueue } from '../src/cache/prefetchqueue.js';
 import { metaKey } from '../src/store/keys.js';
 import { ORG, CountingStore, openCache, until, addBlock, deferred, withTempDir, type Obj } from './support/cache-store.js';
 
@@ -187,4 +189,43 @@ test('when every cached block is pinned, a newcomer is kept in memory only: the 
     assert.deepEqual(await c.read(at(blocks, 4).hash, 0, 1000), at(blocks, 4).data, 'the fifth is still served (from memory)');
     await c.close();
   });
+});
+
+test('the prefetch queue stays first in first out across thousands of entries, skipping what is present', async () => {
+  const started: string[] = [];
+  let free = 0;
+  const present = new Set<string>();
+  const q = new PrefetchQueue({
+    open: () => true,
+    present: (_kind, hash) => present.has(hash),
+    trySlot: () => (free > 0 ? (free--, () => undefined) : undefined),
+    start: (_kind, hash) => {
+      started.push(hash);
+      return Promise.resolve(Buffer.from(hash));
+    },
+    join: (_kind, hash) => Promise.resolve(Buffer.from(`joined ${hash}`)),
+    failed: () => undefined,
+  });
+  const n = 5000;
+  for (let i = 0; i < n; i++) q.add(`k${i}`, 'block', `h${i}`);
+  q.add('k7', 'block', 'h7');
+  assert.equal(q.length, n, 'an object queued twice is queued once');
+  for (let i = 0; i < n; i += 3) present.add(`h${i}`);
+  const waited = q.wait('k4999', 'block', 'h4999');
+  // Slots come free a few at a time, as fetches end.
+  for (let round = 0; q.length > 0; round++) {
+    free = 1 + (round % 7);
+    q.pump();
+    assert.ok(round < n, 'the queue drains');
+  }
+  const want = Array.from({ length: n }, (_, i) => `h${i}`).filter((_, i) => i % 3 !== 0);
+  assert.deepEqual(started, want, 'started in queue order, present ones skipped');
+  assert.equal(q.has('k10'), false);
+  assert.deepEqual(await waited, Buffer.from('h4999'));
+  free = 0;
+  q.add('k1', 'block', 'h1');
+  const cleared = q.wait('k2', 'block', 'h2');
+  q.clear(new Error('closed'));
+  await assert.rejects(cleared, /closed/);
+  assert.equal(q.length, 0);
 });
