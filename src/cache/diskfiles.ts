@@ -62,8 +62,15 @@ const BATCH_BYTES = 4 * 1024 * 1024;
  * goes when the event loop has finished its turn, or at BATCH_MAX writes or BATCH_BYTES (so large blocks
  * still go up in parallel on the pool's threads, and none waits long behind others).
  */
+interface QueuedWrite {
+  tmp: string;
+  final: string;
+  data: Buffer;
+  done: (failure: NodeJS.ErrnoException | null) => void;
+}
+
 class WriteBatches {
-  private queue: Array<{ tmp: string; final: string; data: Buffer; done: (failure: NodeJS.ErrnoException | null) => void }> = [];
+  private queue: QueuedWrite[] = [];
   private bytes = 0;
 
   /** Resolves with the write's failure (Node's fs errno error), or null. */

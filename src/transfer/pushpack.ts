@@ -1,8 +1,9 @@
 /**
  * The push pack of a home (docs/format.md, "Push pack"): the small blocks of the snapshot `homefs push`
  * committed last, concatenated in the order `homefs pull` writes files (`pullRank`: depth first, and in
- * each directory the usually re-derivable bulk after the rest), with an index in front. A pull of that snapshot reads them in a few ranged GETs of ~8 MiB instead of one
- * GET per block (pushpack-reader.ts).
+ * each directory the usually re-derivable bulk after the rest), with an index in front. A pull of that
+ * snapshot reads them in a few ranged GETs of ~8 MiB instead of one GET per block (pushpack-reader.ts); a
+ * mount looks blocks up in its index through `PushPackTable` (home/packreads.ts).
  *
  * Like the namespace pack it is a hint, never trusted: every block cut out of it is verified by its hash
  * before use, a pack that does not decode or names another snapshot is ignored, and a missing one means
