@@ -167,8 +167,9 @@ export function decodePushPackIndex(buf: Buffer, what = 'push pack'): PushPackIn
 /**
  * The index of a pack as a mount looks blocks up in it (home/packreads.ts): the index bytes themselves,
  * each entry's offset and length in typed arrays, and an open-addressing table on the hashes' first four
- * bytes, built in one pass with no string or object per entry. At 95,000 blocks that takes a few ms, where
- * a hex string and a Map entry per block took 150-200 ms, too long for the mount's event loop in one piece.
+ * bytes, built in one pass with no string or object per entry. At 95,000 blocks that takes 5-12 ms, where
+ * a hex string and a Map entry per block took 75-125 ms, too long for the mount's event loop in one piece
+ * (bench/lib/tools/packtable.ts).
  * Every entry is checked as decodePushPackIndex checks it (a FormatError).
  */
 export class PushPackTable {
