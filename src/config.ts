@@ -212,6 +212,12 @@ export const defaults = {
      * a `grep -r` through the full-size home's largest repo filled 64 MiB of RSS for nothing.
      */
     localBlockMemoryBytes: 16 * 1024 * 1024,
+    /**
+     * The blocks' LRU when the store is remote: what a read brought in is on disk at once (cache/diskfiles.ts)
+     * and read back from the page cache without a thread-pool hop; 64 MiB held the full-size home's move
+     * ~40 MB higher for nothing (docs/decisions/0083-remote-block-tier.md).
+     */
+    remoteBlockMemoryBytes: 24 * 1024 * 1024,
     /** Store GETs in flight at most (foreground reads and prefetch together). */
     fetchParallelism: 96,
     /** Of those, prefetch (namespace walk, readahead, neighbours) uses at most this many (at least 64 for the wake over a real store). */

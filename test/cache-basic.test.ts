@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { BlockCache } from '../src/cache/blockcache.js';
 import { NotFoundError } from '../src/util/errors.js';
 import { hashBuffer } from '../src/hash/blake3.js';
-import { ORG, CountingStore, addBlock, addMeta, withTempDir } from './support/cache-store.js';
+import { ORG, CountingStore, addBlock, addMeta, withTempDir, type Obj } from './support/cache-store.js';
 
 async function open(dir: string, store: CountingStore, memoryBytes?: number): Promise<BlockCache> {
   const c = new BlockCache({ dir, store, org: ORG, maxBytes: 64 * 1024 * 1024, ...(memoryBytes === undefined ? {} : { memoryBytes }) });
@@ -203,6 +203,25 @@ test('over a store on this host, blocks get their own smaller LRU and trees keep
     assert.equal(store.getCount(), 5);
     await c.get('block', (blocks[0] as { hash: string }).hash);
     assert.equal(store.getCount(), 6, 'the first block left memory (a store on local disk: not copied to the cache directory)');
+    await c.close();
+  });
+});
+
+test('over a remote store, blocks get their own smaller LRU too, and what leaves it is read from disk', async () => {
+  await withTempDir(async (dir) => {
+    const store = new CountingStore();
+    const c = new BlockCache({ dir: join(dir, ORG), store, org: ORG, maxBytes: 64 * 1024 * 1024, memoryBytes: 100_000, remoteBlockMemoryBytes: 30_000 });
+    await c.init();
+    const trees = [await addMeta(store, 20_000), await addMeta(store, 20_000), await addMeta(store, 20_000)];
+    const blocks = [await addBlock(store, 20_000), await addBlock(store, 20_000)];
+    for (const m of trees) await c.get('meta', m.hash);
+    for (const b of blocks) await c.get('block', b.hash);
+    // 60,000 bytes of trees fit their 100,000; of the two 20,000-byte blocks only the last fits in 30,000.
+    assert.equal(c.stats().memoryBytes, 80_000);
+    await c.flush();
+    const first = blocks[0] as Obj;
+    assert.deepEqual(await c.get('block', first.hash), first.data);
+    assert.equal(store.getCount(), 5, 'the first block left memory and came back from the cache directory, not the store');
     await c.close();
   });
 });

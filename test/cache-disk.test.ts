@@ -139,6 +139,28 @@ test('a corrupt cache file is detected, removed, and fetched again from the stor
   });
 });
 
+test('a range read of a cache file this process has not verified checks it first: corrupt, it is fetched again', async () => {
+  await withTempDir(async (dir) => {
+    const store = new CountingStore();
+    const good = await addBlock(store, 4 * KiB);
+    const bad = await addBlock(store, 4 * KiB);
+    const first = await open(dir, store, 1 << 20);
+    for (const o of [good, bad]) await first.get('block', o.hash);
+    await first.close();
+    const flipped = Buffer.from(bad.data);
+    flipped[100] = (flipped[100] ?? 0) ^ 1;
+    await writeFile(blockPath(dir, bad.hash), flipped);
+    const second = await open(dir, store, 1 << 20);
+    assert.deepEqual(await second.read(good.hash, 1000, 100), good.data.subarray(1000, 1100));
+    assert.deepEqual(await second.read(bad.hash, 50, 100), bad.data.subarray(50, 150));
+    assert.equal(store.getCount(good.key), 1, 'the good file served from disk');
+    assert.equal(store.getCount(bad.key), 2, 'the corrupt one fetched again');
+    await second.flush();
+    assert.deepEqual(await readFile(blockPath(dir, bad.hash)), bad.data, 'rewritten with the good content');
+    await second.close();
+  });
+});
+
 test('two daemons share one cache directory: files appear and vanish under each other', async () => {
   await withTempDir(async (dir) => {
     const store = new CountingStore();

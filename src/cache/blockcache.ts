@@ -79,6 +79,8 @@ export interface BlockCacheOptions {
   memoryBytes?: number;
   /** Cap of the blocks' LRU when the store is on this host's disk. Default: config.ts `defaults.cache.localBlockMemoryBytes`. */
   localBlockMemoryBytes?: number;
+  /** Cap of the blocks' LRU when the store is remote. Default: config.ts `defaults.cache.remoteBlockMemoryBytes`. */
+  remoteBlockMemoryBytes?: number;
   /** Store GETs in flight at most. Default: config.ts. */
   fetchParallelism?: number;
   /** Of those, prefetch uses at most this many (capped at fetchParallelism). Default: config.ts. */
@@ -146,7 +148,8 @@ export class BlockCache {
     this.files = new DiskFiles(opts.dir);
     this.fds = new FdCache(Math.max(1, opts.openFiles ?? defaults.cache.openFiles));
     const memoryBytes = opts.memoryBytes ?? defaults.cache.memoryBytes;
-    const blockBytes = this.localStore ? Math.min(memoryBytes, opts.localBlockMemoryBytes ?? defaults.cache.localBlockMemoryBytes) : memoryBytes;
+    const blockCap = this.localStore ? (opts.localBlockMemoryBytes ?? defaults.cache.localBlockMemoryBytes) : (opts.remoteBlockMemoryBytes ?? defaults.cache.remoteBlockMemoryBytes);
+    const blockBytes = Math.min(memoryBytes, blockCap);
     this.memory = memoryBytes > 0 ? new MemoryTiers(memoryBytes, (data, k, reason) => this.leftMemory(k, data, reason), blockBytes) : undefined;
     const parallelism = Math.max(1, opts.fetchParallelism ?? defaults.cache.fetchParallelism);
     const background = Math.min(parallelism, Math.max(1, opts.prefetchParallelism ?? defaults.cache.prefetchParallelism));
@@ -202,9 +205,12 @@ export class BlockCache {
     if (mem) return mem.subarray(offset, offset + length);
     const pending = this.inflight.get(k);
     if (pending) return this.count(await pending).subarray(offset, offset + length);
-    // Not indexed (another daemon may have written it) or not trusted yet by this process: the whole-object
-    // path probes, hashes and adopts it; later ranges of it are then single preads.
+    // Not trusted yet by this process: hashed whole at once when the kernel has it cached (verifyNow), else
+    // the whole-object path (also for a file not indexed, which another daemon may have written) probes,
+    // hashes and adopts it; later ranges of it are then single preads.
     const entry = this.index.get(k);
+    const adopted = entry && !entry.verified ? this.verifyNow(hash, entry.size) : undefined;
+    if (adopted) return adopted.subarray(offset, offset + length);
     if (!entry?.verified) return this.count(await this.flight('block', hash, false)).subarray(offset, offset + length);
     const now = this.readNow(hash, entry.size, offset, length);
     if (now) return now;
@@ -239,6 +245,22 @@ export class BlockCache {
     if (n === 0 || n > CACHED_READ_MAX) return undefined;
     const buf = Buffer.allocUnsafe(n);
     if (filesAddon().readFileCached(this.files.path('block', hash), buf, offset) !== n) return undefined;
+    this.counters.hits++;
+    this.counters.diskHits++;
+    this.touchOrAdopt('block', hash, size, true);
+    return buf;
+  }
+
+  /**
+   * A disk file this process has not verified yet (another daemon wrote it, or this one before a restart),
+   * read whole at once and hashed on this thread when it is small and in the kernel's caches: the first
+   * `grep -r` of a remount then waits for no thread-pool hops. Otherwise undefined, as when its bytes do not
+   * match: the whole-object path then reports it, removes it and fetches it again.
+   */
+  private verifyNow(hash: string, size: number): Buffer | undefined {
+    if (size === 0 || size > CACHED_READ_MAX) return undefined;
+    const buf = Buffer.allocUnsafe(size);
+    if (filesAddon().readFileCached(this.files.path('block', hash), buf, 0) !== size || hashBuffer(buf) !== hash) return undefined;
     this.counters.hits++;
     this.counters.diskHits++;
     this.touchOrAdopt('block', hash, size, true);

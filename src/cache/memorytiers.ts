@@ -5,8 +5,9 @@
  * file of the cache directory, and the next sleep's hot set reads them back one by one (a 64 MiB LRU shared
  * with blocks sent all 26,137 trees of the full-size home to disk during one `grep -r`).
  *
- * The block tier may be smaller: a store on this host's disk has its blocks in the kernel's page cache
- * already, so holding more of them than a reader is about to use only adds to the daemon's RSS.
+ * The block tier is smaller: a store on this host's disk has its blocks in the kernel's page cache already,
+ * and a remote store's blocks are written to the cache directory as they arrive and read back from the page
+ * cache at once, so holding more of them than a reader is about to use only adds to the daemon's RSS.
  */
 import { LRUCache } from 'lru-cache';
 

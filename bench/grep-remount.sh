@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# `grep -r` through one directory of a home mounted again on the same host (new state directory, the block
+# cache of the mount before it), by hand: native, the reference C FUSE server (libfuse's passthrough_hp, kept
+# outside the repository; REF unset leaves it out) and homefs builds, ROUNDS times in alternation:
+#
+#   SRC=<tree on ext4> [DIR=projects/app/src] [REF=<fuse-reference dir>] [WORK=/var/tmp/grep-remount] \
+#     [ROUNDS=2] bench/grep-remount.sh <checkout with a built bin/homefs> ...
+#
+# The tree is pushed once to a file:// store under WORK. Each homefs round mounts once to bring DIR's blocks
+# into a new cache directory (one grep, then sleep), then mounts again on that cache and times the first grep
+# (the kernel's caches of the mount are cold, the cache's files are in the page cache) and a second one.
+# The reference needs its library beside it as libfuse3.so.4 (LIB, default $REF/lib).
+set -eu
+SRC=${SRC:?a tree on ext4}; D=${DIR:-projects/app/src}
+WORK=${WORK:-/var/tmp/grep-remount}; M=$WORK/mnt; mkdir -p "$M"
+t() { local s n; s=$(date +%s.%N); n=$(grep -r abc "$1" | wc -l); echo "$(echo "$(date +%s.%N)-$s" | bc) s ($n lines)"; }
+first=$1
+[ -d "$WORK/store" ] || "$first/bin/homefs" push "$SRC" acme/grep --store "file://$WORK/store" > /dev/null 2>&1
+cat $(find "$SRC/$D" -type f) > /dev/null
+for r in $(seq "${ROUNDS:-2}"); do
+  echo "round $r native: $(t "$SRC/$D"), again $(t "$SRC/$D")"
+  if [ -n "${REF:-}" ]; then
+    LD_LIBRARY_PATH=${LIB:-$REF/lib} "$REF/passthrough_hp" --foreground "$SRC" "$M" > "$WORK/ref.log" 2>&1 &
+    ref=$!
+    for _ in $(seq 50); do mountpoint -q "$M" && break; sleep 0.1; done
+    echo "round $r reference: $(t "$M/$D"), again $(t "$M/$D")"
+    fusermount3 -u "$M"; wait $ref || true
+  fi
+  for b in "$@"; do
+    rm -rf "$WORK/state" "$WORK/cache"
+    "$b/bin/homefs" mount acme/grep "$M" --store "file://$WORK/store" --state-dir "$WORK/state" --cache-dir "$WORK/cache" > /dev/null
+    t "$M/$D" > /dev/null
+    "$b/bin/homefs" sleep "$M" > /dev/null
+    rm -rf "$WORK/state"
+    "$b/bin/homefs" mount acme/grep "$M" --store "file://$WORK/store" --state-dir "$WORK/state" --cache-dir "$WORK/cache" > /dev/null
+    echo "round $r homefs $b, remounted: $(t "$M/$D"), again $(t "$M/$D")"
+    "$b/bin/homefs" sleep "$M" > /dev/null
+  done
+done
