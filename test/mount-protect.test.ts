@@ -133,3 +133,34 @@ test('an fsync that left fresh names out is followed by a seal within the interv
   for (let i = 0; i < 24; i++) assert.equal(readFileSync(path.join(fresh, 'unpack', `f${i}`), 'utf8'), `f${i};`.repeat(300000), `unpack/f${i}`);
   await h.sleep(fresh);
 });
+
+test('protection flushes the kernel\'s writes only once a file was opened for writing: a mount that is only read spawns no sync', async () => {
+  const h = home('kernel-flush');
+  const mnt = await h.mount({ extra: ['--protect-interval', '3s'] }); // a flush every second while requests come
+  await shOk(`mkdir -p ${mnt}/d && printf 'x\\n' > ${mnt}/d/a`);
+  // Requests keep coming until the flushes stop (one flush after the writer's release at least).
+  const flushes = async (): Promise<number> => (await protection(h, mnt)).kernelFlushes ?? 0;
+  let afterWrite = -1;
+  for (let i = 0; i < 10; i++) {
+    const n = await flushes();
+    if (n >= 1 && n === afterWrite) break;
+    afterWrite = n;
+    for (let j = 0; j < 12; j++) {
+      await shOk(`ls ${mnt}/d > /dev/null`);
+      await sleep(100);
+    }
+  }
+  assert.ok(afterWrite >= 1, 'the file written gets a flush');
+  // 3 s of reads only (requests keep coming): no flush.
+  const until = Date.now() + 3000;
+  while (Date.now() < until) {
+    await shOk(`cat ${mnt}/d/a > /dev/null && ls -la ${mnt}/d > /dev/null`);
+    await sleep(50);
+  }
+  assert.equal(await flushes(), afterWrite, 'reads alone: no sync -f');
+  // A writer held open: flushed again while it is open.
+  await shOk(`exec 3>>${mnt}/d/a; printf 'y\\n' >&3; for i in $(seq 20); do ls ${mnt}/d > /dev/null; sleep 0.1; done; exec 3>&-`);
+  assert.ok((await flushes()) > afterWrite, 'a writer open: flushed');
+  assert.equal(readFileSync(path.join(mnt, 'd/a'), 'utf8'), 'x\ny\n');
+  await h.sleep(mnt);
+});

@@ -51,6 +51,10 @@ export abstract class HomeCommits {
   private lastPrune = 0;
   protected bytesUploaded = 0;
   protected session: Session | undefined;
+  /** Whether the kernel may hold writes not sent yet (the FUSE adapter; unset: assume it may). */
+  protected kernelWrites: { kernelMayHoldWrites(): boolean; flushingKernel(): void } | undefined;
+  /** `sync -f` runs so far (status). */
+  protected kernelFlushes = 0;
   protected readonly capacity: Capacity;
   protected readonly cacheMetrics: CacheMetricsMirror;
   protected readonly sealer: Sealer<SealResult | null>;
@@ -141,6 +145,10 @@ export abstract class HomeCommits {
    */
   protected flushKernel(): Promise<void> {
     if (!this.session) return Promise.resolve();
+    const writes = this.kernelWrites;
+    if (writes && !writes.kernelMayHoldWrites()) return Promise.resolve();
+    writes?.flushingKernel();
+    this.kernelFlushes++;
     return new Promise((resolve) => {
       const child = spawn('sync', ['-f', this.cfg.mountpoint], { stdio: 'ignore', timeout: 10_000 });
       child.on('error', () => resolve());

@@ -296,6 +296,7 @@ export class MountedHome extends RunningHome {
       throw new UserError(errorMessage(e)); // fuse/index.ts says what went wrong and what to do, in one line
     }
     adapter.session = this.session;
+    this.kernelWrites = adapter;
     this.session.onUnmounted((reason) => {
       this.log.info({ reason }, 'unmounted from outside');
       this.session = undefined;

@@ -9,7 +9,8 @@
  * Changes are counted by the journal (`Journal.mutations`); every segment and seal that lands tells
  * `covered` the count it captured from. Under the kernel's writeback cache, written bytes may still sit
  * in the kernel, invisible here: while the mount is active, each run first asks the kernel to write them
- * back (`flushKernel`). A backlog older than the interval is logged as a warning, once a minute.
+ * back (`flushKernel`: only if a file was opened for writing since the last flush, or still is; a mount that
+ * is only read spawns no process for it). A backlog older than the interval is logged as a warning, once a minute.
  */
 import type { Logger } from 'pino';
 
@@ -37,6 +38,8 @@ export interface ProtectionReport {
   bytesUploaded: number;
   blocksFound: number;
   runs: number;
+  /** `sync -f` runs of the mountpoint (a seal's, or a run's while requests come): only while a file was opened for writing since the last. */
+  kernelFlushes: number;
 }
 
 /** The warning about an old backlog at most this often. */

@@ -165,7 +165,7 @@ export abstract class RunningHome extends HomeCommits {
       oldestUnprotectedMs: this.protection?.oldestMs() ?? 0,
       backlogFiles: b?.files ?? 0, backlogBytes: b?.bytes ?? 0, backlogOldestMs: b?.oldest != null ? Date.now() - b.oldest : 0,
       filesStored: wb?.filesStored ?? 0, blocksUploaded: wb?.blocksUploaded ?? 0, bytesUploaded: wb?.bytesUploaded ?? 0, blocksFound: wb?.blocksFound ?? 0,
-      runs: this.protection?.runs ?? 0,
+      runs: this.protection?.runs ?? 0, kernelFlushes: this.kernelFlushes,
     };
   }
 
