@@ -183,6 +183,18 @@ test('blocks read past the memory budget never push trees out of memory: each ha
   });
 });
 
+/** Three trees and two blocks of 20,000 bytes each through `c`, whose budget is 100,000 and its blocks' 30,000. */
+async function fillTiers(c: BlockCache, store: CountingStore): Promise<{ trees: Obj[]; blocks: Obj[] }> {
+  await c.init();
+  const trees = [await addMeta(store, 20_000), await addMeta(store, 20_000), await addMeta(store, 20_000)];
+  const blocks = [await addBlock(store, 20_000), await addBlock(store, 20_000)];
+  for (const m of trees) await c.get('meta', m.hash);
+  for (const b of blocks) await c.get('block', b.hash);
+  // 60,000 bytes of trees fit their 100,000; of the two 20,000-byte blocks only the last fits in 30,000.
+  assert.equal(c.stats().memoryBytes, 80_000);
+  return { trees, blocks };
+}
+
 test('over a store on this host, blocks get their own smaller LRU and trees keep the whole budget', async () => {
   await withTempDir(async (dir) => {
     class LocalStore extends CountingStore {
@@ -192,13 +204,7 @@ test('over a store on this host, blocks get their own smaller LRU and trees keep
     }
     const store = new LocalStore();
     const c = new BlockCache({ dir: join(dir, ORG), store, org: ORG, maxBytes: 64 * 1024 * 1024, memoryBytes: 100_000, localBlockMemoryBytes: 30_000 });
-    await c.init();
-    const trees = [await addMeta(store, 20_000), await addMeta(store, 20_000), await addMeta(store, 20_000)];
-    const blocks = [await addBlock(store, 20_000), await addBlock(store, 20_000)];
-    for (const m of trees) await c.get('meta', m.hash);
-    for (const b of blocks) await c.get('block', b.hash);
-    // 60,000 bytes of trees fit their 100,000; of the two 20,000-byte blocks only the last fits in 30,000.
-    assert.equal(c.stats().memoryBytes, 80_000);
+    const { trees, blocks } = await fillTiers(c, store);
     for (const m of trees) await c.get('meta', m.hash);
     assert.equal(store.getCount(), 5);
     await c.get('block', (blocks[0] as { hash: string }).hash);
@@ -211,13 +217,7 @@ test('over a remote store, blocks get their own smaller LRU too, and what leaves
   await withTempDir(async (dir) => {
     const store = new CountingStore();
     const c = new BlockCache({ dir: join(dir, ORG), store, org: ORG, maxBytes: 64 * 1024 * 1024, memoryBytes: 100_000, remoteBlockMemoryBytes: 30_000 });
-    await c.init();
-    const trees = [await addMeta(store, 20_000), await addMeta(store, 20_000), await addMeta(store, 20_000)];
-    const blocks = [await addBlock(store, 20_000), await addBlock(store, 20_000)];
-    for (const m of trees) await c.get('meta', m.hash);
-    for (const b of blocks) await c.get('block', b.hash);
-    // 60,000 bytes of trees fit their 100,000; of the two 20,000-byte blocks only the last fits in 30,000.
-    assert.equal(c.stats().memoryBytes, 80_000);
+    const { blocks } = await fillTiers(c, store);
     await c.flush();
     const first = blocks[0] as Obj;
     assert.deepEqual(await c.get('block', first.hash), first.data);
