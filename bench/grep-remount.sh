@@ -9,7 +9,9 @@
 # The tree is pushed once to a file:// store under WORK. Each homefs round mounts once to bring DIR's blocks
 # into a new cache directory (one grep, then sleep), then mounts again on that cache and times the first grep
 # (the kernel's caches of the mount are cold, the cache's files are in the page cache) and a second one.
-# The reference needs its library beside it as libfuse3.so.4 (LIB, default $REF/lib).
+# The reference needs its library beside it as libfuse3.so.4 (LIB, default $REF/lib). PROF=DIR runs the
+# remounted daemon under --cpu-prof and prints its first grep's window on CLOCK_MONOTONIC, for
+# dist/bench/lib/tools/cpuwindow.js <profile> <from> <to>.
 set -eu
 SRC=${SRC:?a tree on ext4}; D=${DIR:-projects/app/src}
 WORK=${WORK:-/var/tmp/grep-remount}; M=$WORK/mnt; mkdir -p "$M"
@@ -32,8 +34,9 @@ for r in $(seq "${ROUNDS:-2}"); do
     t "$M/$D" > /dev/null
     "$b/bin/homefs" sleep "$M" > /dev/null
     rm -rf "$WORK/state"
-    "$b/bin/homefs" mount acme/grep "$M" --store "file://$WORK/store" --state-dir "$WORK/state" --cache-dir "$WORK/cache" > /dev/null
-    echo "round $r homefs $b, remounted: $(t "$M/$D"), again $(t "$M/$D")"
+    ${PROF:+env NODE_OPTIONS=--cpu-prof\ --cpu-prof-dir=$PROF} "$b/bin/homefs" mount acme/grep "$M" --store "file://$WORK/store" --state-dir "$WORK/state" --cache-dir "$WORK/cache" > /dev/null
+    from=$(python3 -c 'import time; print(time.monotonic())'); first=$(t "$M/$D"); to=$(python3 -c 'import time; print(time.monotonic())')
+    echo "round $r homefs $b, remounted: $first, again $(t "$M/$D")${PROF:+ (first grep from $from to $to)}"
     "$b/bin/homefs" sleep "$M" > /dev/null
   done
 done
