@@ -1,18 +1,18 @@
 /**
- * The journal's redo log (inodes/redolog.ts) and its use by the journal: batches read back whole, a torn or
- * damaged tail is dropped, a daemon killed with -9 after a commit keeps every committed change (also
+ * The journal's redo log (inodes/redolog.ts) and its use by the journal: batches read back whole, mapped or
+ * written, a torn or damaged tail is dropped, an emptied log's older records are never read again, a daemon killed with -9 after a commit keeps every committed change (also
  * when killed in the middle of a checkpoint), and a record the log holds from before a checkpoint is never
  * applied over newer state.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Journal } from '../src/inodes/journal.js';
-import { RedoLog } from '../src/inodes/redolog.js';
+import { MAPPED_BYTES, RedoLog } from '../src/inodes/redolog.js';
 import type { Inode } from '../src/inodes/types.js';
 
 function file(ino: number, extra: Partial<Inode> = {}): Inode {
@@ -23,33 +23,66 @@ function scratch(): string {
   return mkdtempSync(join(tmpdir(), 'homefs-redo-'));
 }
 
-test('the log reads back its batches in order; a torn or damaged last record is dropped, and reset empties it', () => {
+for (const mapped of [true, false]) {
+  test(`${mapped ? 'mapped' : 'pwrite'} log: batches read back in order; a torn or damaged last record is dropped; reset empties it`, () => {
+    const dir = scratch();
+    try {
+      const path = join(dir, 'redo.log');
+      const log = new RedoLog(path, { mapped });
+      assert.equal(log.mapped, mapped);
+      log.append(1, [{ table: 0, key: 7, value: { a: 1n, b: Buffer.from('xy') } }, { table: 1, key: [1, 'n'], value: undefined }]);
+      log.append(2, [{ table: 4, key: 'm', value: 'v' }]);
+      const whole = log.bytes;
+      log.append(3, [{ table: 4, key: 'm', value: 'w' }]);
+      let got = RedoLog.readAll(path);
+      assert.deepEqual(got.map((b) => b.seq), [1, 2, 3]);
+      assert.deepEqual(got[0]?.writes[0]?.value, { a: 1n, b: Buffer.from('xy') });
+      assert.ok(Buffer.isBuffer((got[0]?.writes[0]?.value as { b: unknown }).b), 'a Buffer comes back as a Buffer');
+      assert.deepEqual(got[0]?.writes[1], { table: 1, key: [1, 'n'], value: undefined });
+
+      const bytes = readFileSync(path);
+      const torn = Buffer.from(bytes);
+      torn.fill(0, whole + 20); // the third record torn: its end never written
+      writeFileSync(join(dir, 'torn.log'), torn);
+      assert.deepEqual(RedoLog.readAll(join(dir, 'torn.log')).map((b) => b.seq), [1, 2]);
+      writeFileSync(join(dir, 'cut.log'), bytes.subarray(0, whole + 20)); // or the file cut there
+      assert.deepEqual(RedoLog.readAll(join(dir, 'cut.log')).map((b) => b.seq), [1, 2]);
+      const damaged = Buffer.from(bytes);
+      damaged[whole - 1] = (damaged[whole - 1] as number) ^ 0xff; // the second record's last byte flipped
+      writeFileSync(join(dir, 'damaged.log'), damaged);
+      assert.deepEqual(RedoLog.readAll(join(dir, 'damaged.log')).map((b) => b.seq), [1]);
+
+      log.reset();
+      assert.deepEqual(RedoLog.readAll(path), []);
+      log.append(4, [{ table: 4, key: 'm', value: 'a value longer than the first record was, so it ends inside the second' }]);
+      assert.deepEqual(RedoLog.readAll(path).map((b) => b.seq), [4], 'what follows the new record is not read');
+      log.reset();
+      log.append(5, [{ table: 4, key: 'm', value: 'x' }]); // ends inside the first old record; old ones may follow
+      assert.deepEqual(RedoLog.readAll(path).map((b) => b.seq), [5]);
+      log.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
+
+test('a mapped log takes batches past its mapping with pwrites and reads them all back; reset cuts the file back', () => {
   const dir = scratch();
   try {
     const path = join(dir, 'redo.log');
     const log = new RedoLog(path);
-    log.append(1, [{ table: 0, key: 7, value: { a: 1n, b: Buffer.from('xy') } }, { table: 1, key: [1, 'n'], value: undefined }]);
-    log.append(2, [{ table: 4, key: 'm', value: 'v' }]);
-    const whole = log.bytes;
-    log.append(3, [{ table: 4, key: 'm', value: 'w' }]);
-    let got = RedoLog.readAll(path);
-    assert.deepEqual(got.map((b) => b.seq), [1, 2, 3]);
-    assert.deepEqual(got[0]?.writes[0]?.value, { a: 1n, b: Buffer.from('xy') });
-    assert.ok(Buffer.isBuffer((got[0]?.writes[0]?.value as { b: unknown }).b), 'a Buffer comes back as a Buffer');
-    assert.deepEqual(got[0]?.writes[1], { table: 1, key: [1, 'n'], value: undefined });
-
-    truncateSync(path, whole + 20); // the third record torn
-    assert.deepEqual(RedoLog.readAll(path).map((b) => b.seq), [1, 2]);
-
-    const bytes = readFileSync(path);
-    bytes[whole - 1] = (bytes[whole - 1] as number) ^ 0xff; // the second record's last byte flipped
-    writeFileSync(path, bytes);
-    got = RedoLog.readAll(path);
-    assert.deepEqual(got.map((b) => b.seq), [1]);
-
+    assert.ok(log.mapped);
+    const big = Buffer.alloc(MAPPED_BYTES / 3, 7);
+    for (let seq = 1; seq <= 4; seq++) log.append(seq, [{ table: 0, key: seq, value: big }]); // the third straddles
+    assert.ok(log.bytes > MAPPED_BYTES);
+    const got = RedoLog.readAll(path);
+    assert.deepEqual(got.map((b) => b.seq), [1, 2, 3, 4]);
+    assert.ok(Buffer.from(got[3]?.writes[0]?.value as Uint8Array).equals(big));
     log.reset();
-    assert.equal(statSync(path).size, 0);
+    assert.equal(statSync(path).size, MAPPED_BYTES);
     assert.deepEqual(RedoLog.readAll(path), []);
+    log.append(5, [{ table: 0, key: 5, value: 'after' }]);
+    assert.deepEqual(RedoLog.readAll(path).map((b) => b.seq), [5]);
     log.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -2,14 +2,15 @@
  * Upper files keep at most a few hundred fds open and close idle ones. A request must hold its fd from the
  * open to the end of its I/O: a fd closed under it fails with EBADF, or worse, its number is reused by the
  * next open and the request reads or writes another file. Small reads whose file is in the kernel's caches
- * are served at once, and must return what the pool would.
+ * are served at once, and must return what the pool would. A look at a file's size and times (what a
+ * passthrough writer changed) sees what stat(2) sees, to the nanosecond.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { UpperFiles } from '../src/inodes/upper.js';
+import { UpperFiles, timeNs } from '../src/inodes/upper.js';
 
 test('hundreds of files read and written at once each get their own bytes while idle fds are closed', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'homefs-upper-'));
@@ -50,6 +51,29 @@ test('small reads served from the kernel caches return the same bytes as the poo
     assert.equal(got.toString(), '01234567');
     // A file never written: the pool creates it empty (as before), so its bytes are zeros.
     assert.ok((await upper.read(6, 0, 10)).equals(Buffer.alloc(10)));
+  } finally {
+    await upper.closeAll();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('statNow sees the size and times stat(2) sees, to the nanosecond, with and without an open fd', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'homefs-upper-'));
+  let upper = new UpperFiles(dir);
+  try {
+    assert.equal(upper.statNow(3), undefined, 'no upper file');
+    await upper.write(3, 0, Buffer.alloc(12345, 1));
+    utimesSync(upper.path(3), 1_700_000_000.123456, 1_700_000_001.987654); // ns a double cannot hold exactly
+    for (const open of [true, false]) {
+      const st = upper.statNow(3);
+      const ref = statSync(upper.path(3), { bigint: true });
+      assert.ok(st, `statNow with ${open ? 'an open fd' : 'no fd'}`);
+      assert.equal(st.size, 12345);
+      assert.equal(timeNs(st.mtimeS, st.mtimeNsec), ref.mtimeNs);
+      assert.equal(timeNs(st.ctimeS, st.ctimeNsec), ref.ctimeNs);
+      await upper.closeAll();
+      upper = new UpperFiles(dir);
+    }
   } finally {
     await upper.closeAll();
     rmSync(dir, { recursive: true, force: true });

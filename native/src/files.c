@@ -32,6 +32,22 @@
  *       The two above for a read-only file in one call, for the block cache's reads of its files
  *       (src/cache/blockcache.ts): openat2(O_RDONLY|O_CLOEXEC|O_NOFOLLOW, RESOLVE_CACHED), preadv2
  *       (RWF_NOWAIT) into the whole of buffer, close. -EAGAIN when the name or the bytes would need the disk.
+ *   closeFds(fds) -> Promise<void>
+ *       close(2) of each fd of an Int32Array (copied), in one hand-off to the thread pool: the upper files'
+ *       pool closes its idle fds a hundred at a time (src/inodes/upper.ts), where fs.close costs a thread
+ *       wake-up and a completion each. A close that fails is ignored, as fs.close's callback would be.
+ *   mapFile(fd, length) -> ArrayBuffer, or a negative errno
+ *       Allocates the file's first `length` bytes on disk (fallocate: the file grows to at least `length`)
+ *       and maps them shared, read-write: the journal's redo log appends a batch with a copy into it, where a
+ *       pwrite costs a system call per reply (src/inodes/redolog.ts). The bytes are the page cache's at once,
+ *       so they outlive a kill -9 of the process as a write's would; the allocation up front means a store
+ *       into the mapping never needs a block (no SIGBUS on a full disk). Unmapped when the ArrayBuffer is
+ *       collected.
+ *   statTimes(fdOrPath, out) -> 0, or a negative errno
+ *       fstat of an fd (a number) or stat of a path (a string), into out (a Float64Array of 5): size, mtime
+ *       seconds, mtime nanoseconds, ctime seconds, ctime nanoseconds. What a passthrough writer's upper
+ *       file looks like now (src/inodes/livefiles.ts), several times per file an agent writes: fs.fstatSync
+ *       makes a Stats object of 14 BigInts for the three numbers it needs.
  *
  * Nothing here touches JS state off the main thread: paths are copied into C strings and the buffers'
  * bytes are pinned by a reference to the `datas` array (the caller does not change it until the promise
@@ -44,6 +60,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -358,6 +375,112 @@ static napi_value read_file_cached(napi_env env, napi_callback_info info) {
   return num(env, n < 0 ? -err : (double)n);
 }
 
+static napi_value stat_times(napi_env env, napi_callback_info info) {
+  size_t argc = 2, len, plen;
+  napi_value argv[2];
+  napi_valuetype t;
+  double *out;
+  napi_typedarray_type type;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 2 || napi_typeof(env, argv[0], &t) != napi_ok || (t != napi_number && t != napi_string) ||
+      napi_get_typedarray_info(env, argv[1], &type, &len, (void **)&out, NULL, NULL) != napi_ok ||
+      type != napi_float64_array || len < 5) {
+    napi_throw_type_error(env, NULL, "statTimes(fdOrPath, Float64Array(5))");
+    return NULL;
+  }
+  struct stat st;
+  int rc;
+  if (t == napi_number) {
+    int32_t fd;
+    napi_get_value_int32(env, argv[0], &fd);
+    rc = fstat(fd, &st);
+  } else {
+    char path[4096];
+    if (napi_get_value_string_utf8(env, argv[0], path, sizeof(path), &plen) != napi_ok || plen >= sizeof(path) - 1) {
+      napi_throw_type_error(env, NULL, "statTimes: path too long");
+      return NULL;
+    }
+    rc = stat(path, &st);
+  }
+  if (rc < 0) return num(env, -errno);
+  out[0] = (double)st.st_size;
+  out[1] = (double)st.st_mtim.tv_sec; out[2] = (double)st.st_mtim.tv_nsec;
+  out[3] = (double)st.st_ctim.tv_sec; out[4] = (double)st.st_ctim.tv_nsec;
+  return num(env, 0);
+}
+
+static void unmap(napi_env env, void *data, void *hint) { munmap(data, (size_t)(uintptr_t)hint); }
+
+static napi_value map_file(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2], ab;
+  int32_t fd;
+  double len;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 2 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || napi_get_value_double(env, argv[1], &len) != napi_ok ||
+      !(len > 0 && len <= (double)(1u << 30))) {
+    napi_throw_type_error(env, NULL, "mapFile(fd, length up to 1 GiB)");
+    return NULL;
+  }
+  if (fallocate(fd, 0, 0, (off_t)len) != 0) return num(env, -errno);
+  void *p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return num(env, -errno);
+  if (napi_create_external_arraybuffer(env, p, (size_t)len, unmap, (void *)(uintptr_t)(size_t)len, &ab) != napi_ok) {
+    munmap(p, (size_t)len);
+    return num(env, -ENOTSUP);
+  }
+  return ab;
+}
+
+typedef struct {
+  napi_async_work work;
+  napi_deferred deferred;
+  size_t n;
+  int32_t fds[];
+} close_job_t;
+
+static void exec_close(napi_env env, void *data) {
+  close_job_t *j = data;
+  for (size_t i = 0; i < j->n; i++) close(j->fds[i]);
+}
+
+static void complete_close(napi_env env, napi_status status, void *data) {
+  close_job_t *j = data;
+  napi_value undef;
+  napi_get_undefined(env, &undef);
+  napi_resolve_deferred(env, j->deferred, undef);
+  napi_delete_async_work(env, j->work);
+  free(j);
+}
+
+static napi_value close_fds(napi_env env, napi_callback_info info) {
+  size_t argc = 1, len;
+  napi_value argv[1], promise, name;
+  int32_t *fds;
+  napi_typedarray_type type;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 1 || napi_get_typedarray_info(env, argv[0], &type, &len, (void **)&fds, NULL, NULL) != napi_ok || type != napi_int32_array) {
+    napi_throw_type_error(env, NULL, "closeFds(Int32Array)");
+    return NULL;
+  }
+  close_job_t *j = malloc(sizeof(*j) + len * sizeof(int32_t));
+  if (!j) {
+    napi_throw_error(env, NULL, "homefs_files: out of memory");
+    return NULL;
+  }
+  j->n = len;
+  memcpy(j->fds, fds, len * sizeof(int32_t));
+  napi_create_string_utf8(env, "homefs.closeFds", NAPI_AUTO_LENGTH, &name);
+  if (napi_create_promise(env, &j->deferred, &promise) != napi_ok ||
+      napi_create_async_work(env, NULL, name, exec_close, complete_close, j, &j->work) != napi_ok ||
+      napi_queue_async_work(env, j->work) != napi_ok) {
+    free(j);
+    napi_throw_error(env, NULL, "homefs_files: cannot queue the closes");
+    return NULL;
+  }
+  return promise;
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
     { "writeFiles", NULL, write_files, NULL, NULL, NULL, napi_default, NULL },
@@ -365,8 +488,11 @@ static napi_value init(napi_env env, napi_value exports) {
     { "openCached", NULL, open_cached, NULL, NULL, NULL, napi_default, NULL },
     { "readCached", NULL, read_cached, NULL, NULL, NULL, napi_default, NULL },
     { "readFileCached", NULL, read_file_cached, NULL, NULL, NULL, napi_default, NULL },
+    { "statTimes", NULL, stat_times, NULL, NULL, NULL, napi_default, NULL },
+    { "closeFds", NULL, close_fds, NULL, NULL, NULL, napi_default, NULL },
+    { "mapFile", NULL, map_file, NULL, NULL, NULL, napi_default, NULL },
   };
-  if (napi_define_properties(env, exports, 5, props) != napi_ok) return NULL;
+  if (napi_define_properties(env, exports, 8, props) != napi_ok) return NULL;
   return exports;
 }
 

@@ -31,7 +31,7 @@ import {
 } from './filestate.js';
 import type { Journal } from './journal.js';
 import type { Inode } from './types.js';
-import type { UpperFiles } from './upper.js';
+import { timeNs, type UpperFiles, type UpperStat } from './upper.js';
 import { MAX_FILE_BYTES } from '../config.js';
 import type { NeighbourPrefetch } from './neighbours.js';
 import { RangeLocks } from './rangelock.js';
@@ -183,8 +183,8 @@ export class Content {
    * and changed. A file the kernel grew past the largest a home holds is cut back to its last size, and
    * its next fsync fails with EFBIG, as such a write does on the writeback path.
    */
-  private takeIn(node: Inode, st: { size: bigint; mtimeNs: bigint; ctimeNs: bigint }, withMtime: boolean): void {
-    let size = Number(st.size);
+  private takeIn(node: Inode, st: UpperStat, withMtime: boolean): void {
+    let size = st.size;
     if (size > MAX_FILE_BYTES) {
       this.upper.truncateNow(node.ino, node.size);
       this.oversize.add(node.ino);
@@ -193,8 +193,9 @@ export class Content {
     this.early.delete(node.ino);
     this.journal.txn(() => {
       this.account(size - node.size);
-      const ctimeNs = st.ctimeNs > node.ctimeNs ? st.ctimeNs : node.ctimeNs;
-      const mtimeNs = withMtime ? st.mtimeNs : node.mtimeNs;
+      const upperCtimeNs = timeNs(st.ctimeS, st.ctimeNsec);
+      const ctimeNs = upperCtimeNs > node.ctimeNs ? upperCtimeNs : node.ctimeNs;
+      const mtimeNs = withMtime ? timeNs(st.mtimeS, st.mtimeNsec) : node.mtimeNs;
       this.journal.update(node.ino, { size, mtimeNs, ctimeNs, content: changed(contentOf(node), 0, size, size) });
       this.journal.markChanged(node.ino);
     });
@@ -212,7 +213,7 @@ export class Content {
         const node = this.journal.get(ino);
         const st = node?.kind === 'file' && node.content && hasUpper(node.content) ? this.upper.statNow(ino) : undefined;
         if (node && st) {
-          this.takeIn(node, st, st.mtimeNs > node.mtimeNs);
+          this.takeIn(node, st, timeNs(st.mtimeS, st.mtimeNsec) > node.mtimeNs);
           n++;
         }
       }

@@ -13,17 +13,13 @@
  *   or not). A daemon killed with files open leaves the set behind: the next mount of the same state
  *   takes each file's size and times from its upper file before it serves anything (`Content.recoverLive`).
  */
-import type { BigIntStats } from 'node:fs';
 import type { Journal } from './journal.js';
-import type { UpperFiles } from './upper.js';
+import type { UpperFiles, UpperStat } from './upper.js';
 
 const LIVE_KEY = 'liveFiles';
 
-export interface Fingerprint {
-  size: bigint;
-  mtimeNs: bigint;
-  ctimeNs: bigint;
-}
+/** What a look at an upper file saw (size, mtime and ctime to the nanosecond). */
+export type Fingerprint = UpperStat;
 
 interface Live {
   writers: number;
@@ -86,7 +82,7 @@ export class LiveFiles {
 
   /** The upper file's fingerprint now (undefined: it is gone), for `sealedAs` and `unchangedSince`. */
   now(ino: number): Fingerprint | undefined {
-    return fingerprint(this.upper.statNow(ino));
+    return this.upper.statNow(ino);
   }
 
   /**
@@ -107,7 +103,7 @@ export class LiveFiles {
   /** Takes the upper file as it is now as seen (after the daemon changed it or the record itself). */
   mark(ino: number): void {
     const l = this.files.get(ino);
-    if (l) l.seen = fingerprint(this.upper.statNow(ino));
+    if (l) l.seen = this.upper.statNow(ino);
   }
 
   /**
@@ -115,23 +111,19 @@ export class LiveFiles {
    * undefined; `mtimeChanged`: its mtime moved (a write landed), so the record's mtime (which a setattr
    * may have set since) gives way to it.
    */
-  changedSince(ino: number): { st: BigIntStats; mtimeChanged: boolean } | undefined {
+  changedSince(ino: number): { st: UpperStat; mtimeChanged: boolean } | undefined {
     const l = this.files.get(ino);
     if (!l) return undefined;
     const st = this.upper.statNow(ino);
-    const f = fingerprint(st);
-    if (!st || !f || same(l.seen, f)) return undefined;
-    const mtimeChanged = l.seen === undefined || l.seen.mtimeNs !== f.mtimeNs;
-    l.seen = f;
+    if (!st || same(l.seen, st)) return undefined;
+    const mtimeChanged = l.seen === undefined || l.seen.mtimeS !== st.mtimeS || l.seen.mtimeNsec !== st.mtimeNsec;
+    l.seen = st;
     return { st, mtimeChanged };
   }
 }
 
 /** Two looks at an upper file saw the same bytes (size, mtime and ctime to the nanosecond). */
 export function same(a: Fingerprint | undefined, b: Fingerprint | undefined): boolean {
-  return a !== undefined && b !== undefined && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
-}
-
-function fingerprint(st: BigIntStats | undefined): Fingerprint | undefined {
-  return st ? { size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs } : undefined;
+  return a !== undefined && b !== undefined && a.size === b.size && a.mtimeS === b.mtimeS && a.mtimeNsec === b.mtimeNsec &&
+    a.ctimeS === b.ctimeS && a.ctimeNsec === b.ctimeNsec;
 }

@@ -12,16 +12,35 @@
  * disk: a log segment after a burst of new files reads thousands of them
  * (docs/decisions/0076-cached-upper-reads.md).
  */
-import { close, closeSync, fdatasync, fstatSync, ftruncateSync, mkdirSync, open, openSync, read, statSync, truncateSync, write, writeSync, constants, unlink, type BigIntStats } from 'node:fs';
+import { close, closeSync, fdatasync, fstatSync, ftruncateSync, mkdirSync, open, openSync, read, truncateSync, write, writeSync, constants, unlink } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
-import { filesAddon as io } from '../util/files-addon.js';
+import { errnoError, filesAddon as io } from '../util/files-addon.js';
 
 const MAX_IDLE_FDS = 256;
+const { ENOENT } = osConstants.errno;
 /** Writes up to this size go straight to the page cache from the main thread; larger ones use the threadpool. */
 const SYNC_WRITE_MAX = 64 * 1024;
 /** Reads up to this size are tried at once from the kernel's caches (`readCached`). */
 const CACHED_READ_MAX = 64 * 1024;
 
+
+/**
+ * An upper file's size and times as one stat saw them, each time as whole seconds and nanoseconds (exact,
+ * where nanoseconds since the epoch in one number are not).
+ */
+export interface UpperStat {
+  size: number;
+  mtimeS: number;
+  mtimeNsec: number;
+  ctimeS: number;
+  ctimeNsec: number;
+}
+
+/** A time of an UpperStat in nanoseconds since the epoch. */
+export function timeNs(s: number, nsec: number): bigint {
+  return BigInt(s) * 1_000_000_000n + BigInt(nsec);
+}
 
 function p<T>(fn: (cb: (err: NodeJS.ErrnoException | null, v: T) => void) => void): Promise<T> {
   return new Promise((resolve, reject) => fn((err, v) => (err ? reject(err) : resolve(v))));
@@ -31,6 +50,7 @@ export class UpperFiles {
   private readonly fds = new Map<number, number>();
   private readonly users = new Map<number, number>();
   private readonly opening = new Map<number, Promise<number>>();
+  private readonly times = new Float64Array(5);
 
   constructor(readonly dir: string) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -94,15 +114,19 @@ export class UpperFiles {
     return Promise.resolve(this.fd(ino));
   }
 
-  /** The upper file's size and times now, or undefined when it does not exist (synchronous: one fstat). */
-  statNow(ino: number): BigIntStats | undefined {
+  /**
+   * The upper file's size and times now, or undefined when it does not exist (synchronous: one fstat, or a
+   * stat when no fd is open; by the files addon, which fills a reused array where fs.fstatSync allocates).
+   */
+  statNow(ino: number): UpperStat | undefined {
     const f = this.fds.get(ino);
-    try {
-      return f !== undefined ? fstatSync(f, { bigint: true }) : statSync(this.path(ino), { bigint: true });
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw e;
+    const rc = io().statTimes(f ?? this.path(ino), this.times);
+    if (rc < 0) {
+      if (rc === -ENOENT) return undefined;
+      throw errnoError(-rc, f !== undefined ? 'fstat' : 'stat', this.path(ino));
     }
+    const t = this.times;
+    return { size: t[0] as number, mtimeS: t[1] as number, mtimeNsec: t[2] as number, ctimeS: t[3] as number, ctimeNsec: t[4] as number };
   }
 
   /** Keeps the inode's fd open while a FUSE handle holds it. */
@@ -117,14 +141,17 @@ export class UpperFiles {
     this.trim();
   }
 
+  /** Closes idle fds beyond the pool's size, down to half of it, in one thread-pool hop. */
   private trim(): void {
     if (this.fds.size <= MAX_IDLE_FDS) return;
+    const closing: number[] = [];
     for (const [ino, f] of this.fds) {
       if (this.fds.size <= MAX_IDLE_FDS / 2) break;
       if (this.users.has(ino)) continue;
       this.fds.delete(ino);
-      close(f, () => undefined);
+      closing.push(f);
     }
+    if (closing.length > 0) void io().closeFds(Int32Array.from(closing));
   }
 
   /**

@@ -29,6 +29,12 @@ export interface FilesAddon {
   readCached(fd: number, buf: Uint8Array, position: number): number;
   /** Opens `path` read-only (RESOLVE_CACHED), reads as readCached, closes: bytes read, or a negative errno. */
   readFileCached(path: string, buf: Uint8Array, position: number): number;
+  /** fstat of an fd, or stat of a path, into out: size, mtime s, mtime ns, ctime s, ctime ns. 0, or a negative errno. */
+  statTimes(fdOrPath: number | string, out: Float64Array): number;
+  /** close(2) of each fd, in one thread-pool hop; failures are ignored. */
+  closeFds(fds: Int32Array): Promise<void>;
+  /** Allocates the file's first `length` bytes (fallocate) and maps them shared: the mapping, or a negative errno. */
+  mapFile(fd: number, length: number): ArrayBuffer | number;
 }
 
 /** The step numbers of writeFiles' and setMeta's answers. */
@@ -37,9 +43,12 @@ const STEPS = ['open', 'write', 'chown', 'chmod', 'utimes', 'close', 'rename'];
 /** Item `i`'s failure in a writeFiles or setMeta answer as Node's fs would report it, or null. */
 export function itemFailure(result: Int32Array, i: number, path: string): NodeJS.ErrnoException | null {
   const errno = result[i * 2] as number;
-  if (errno === 0) return null;
+  return errno === 0 ? null : errnoError(errno, STEPS[result[i * 2 + 1] as number] ?? 'write', path);
+}
+
+/** A failed call's errno (positive) as the error Node's fs would throw for it. */
+export function errnoError(errno: number, syscall: string, path: string): NodeJS.ErrnoException {
   const [code, text] = getSystemErrorMap().get(-errno) ?? [`E${errno}`, `errno ${errno}`];
-  const syscall = STEPS[result[i * 2 + 1] as number] ?? 'write';
   return Object.assign(new Error(`${code}: ${text}, ${syscall} '${path}'`), { code, errno: -errno, syscall, path });
 }
 
