@@ -59,6 +59,10 @@ for (const mapped of [true, false]) {
       log.reset();
       log.append(5, [{ table: 4, key: 'm', value: 'x' }]); // ends inside the first old record; old ones may follow
       assert.deepEqual(RedoLog.readAll(path).map((b) => b.seq), [5]);
+      const garbage = Buffer.concat([readFileSync(path).subarray(0, log.bytes), Buffer.alloc(64 * 1024)]);
+      garbage.writeUInt32LE(0xee19bb25, log.bytes); // what follows reads as a length of 4 GB
+      writeFileSync(join(dir, 'garbage.log'), garbage);
+      assert.deepEqual(RedoLog.readAll(join(dir, 'garbage.log')).map((b) => b.seq), [5]);
       log.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -19,7 +19,7 @@
  * newest records can be an older generation's: reading also stops at a record whose seq is not above
  * the one before it.
  */
-import { closeSync, constants, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 import { Packr } from 'msgpackr';
 import { filesAddon } from '../util/files-addon.js';
@@ -193,16 +193,22 @@ export class RedoLog {
  */
 class LogFile {
   private readonly fd: number;
+  private readonly size: number;
   buf = Buffer.alloc(64 * 1024);
   private filled = 0;
   private eof = false;
 
   constructor(path: string) {
     this.fd = openSync(path, constants.O_RDONLY);
+    this.size = fstatSync(this.fd).size;
   }
 
-  /** Whether the file holds at least `n` bytes; `buf` then holds them. */
+  /**
+   * Whether the file holds at least `n` bytes; `buf` then holds them. (A length read from an older
+   * generation's bytes can be anything: nothing is read for one that passes the end of the file.)
+   */
   has(n: number): boolean {
+    if (n > this.size) return false;
     while (this.filled < n && !this.eof) {
       if (this.buf.length < n) {
         const grown = Buffer.alloc(Math.max(n, this.buf.length * 2));
