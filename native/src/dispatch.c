@@ -16,7 +16,7 @@ const char *const hf_op_names[OP_COUNT] = {
   "symlink", "rename", "link", "open", "read", "write", "flush", "release", "fsync", "opendir",
   "readdir", "readdirplus", "releasedir", "fsyncdir", "statfs", "setxattr", "getxattr",
   "listxattr", "removexattr", "access", "create", "fallocate", "lseek", "copyFileRange",
-  "interrupt", "init", "destroy",
+  "interrupt", "init", "destroy", "turnEnd",
 };
 
 static hf_session *S(fuse_req_t req) { return (hf_session *)fuse_req_userdata(req); }

@@ -14,7 +14,8 @@
  * - serve: a uv_poll_t on the fd; each wake-up drains up to DRAIN_MAX requests until EAGAIN inside one
  *   handle scope and one callback scope (so promise jobs and nextTicks queued by handlers run after).
  *   Requests are read into pooled buffers (wbuf.c): a WRITE keeps its buffer until it is answered. With
- *   spinUs, a uv_prepare_t waits awake for the next request after a turn that answered some (on_prepare).
+ *   spinUs, a uv_prepare_t waits awake for the next request after a turn that answered some, and serves
+ *   it there (on_prepare).
  * - unmount: stop the poll first (fuse_session_unmount closes the fd), answer outstanding requests with
  *   EIO, unmount, destroy. Never from inside a handler: a call made there is deferred to the end of the
  *   drain. An external unmount or a connection abort shows up as a poll error or ENODEV.
@@ -136,47 +137,6 @@ static uint64_t mono_ns(void) {
 }
 
 /*
- * The awake wait (spinUs): just before the loop sleeps in epoll after a turn that answered requests, wait
- * up to spin_ns for anything the loop watches to become ready (poll on the loop's epoll fd: the next FUSE
- * request, or any other I/O), yielding the CPU to whatever else can run on it (the client may share it).
- * A client that works synchronously (open, write, close, one file after another) sends its next request
- * a few microseconds after our reply; a thread that sleeps in between pays the wake-up of an idle CPU on
- * every request, which on a VM is most of a round trip (docs/benchmarks.md, issue 13). A yield that took
- * longer than YIELDED_NS ran another task on this CPU: the client may share it, or another process wants
- * it, and the wait then stops (the loop sleeps; a wake-up on the same CPU is cheap) and is skipped for the
- * next SKIP_TURNS turns that answered requests (a waiting thread that stays runnable beside the client on
- * one CPU slows it: docs/benchmarks.md, issue 13, the burner runs). The replies of the
- * turn already went out: the journal's batch commits in the check phase, which runs before this one. No
- * wait when the loop has work due now (timeout 0); a loop with no FUSE traffic never waits. With idle
- * pollers running, the wait pauses instead of yielding: with the yield, the pollers made stat of 10,000
- * files slower (374 → 443 ms), with the pause they did not (394 ms); docs/benchmarks.md, session 11.
- */
-#define YIELDED_NS 5000
-#define SKIP_TURNS 32
-static void on_prepare(uv_prepare_t *h) {
-  hf_session *s = h->data;
-  if (!s->answered) return;
-  s->answered = 0;
-  if (s->state != S_MOUNTED || uv_backend_timeout(h->loop) == 0) return;
-  if (s->spin_skip > 0) { s->spin_skip--; return; }
-  uint64_t start = mono_ns();
-  struct pollfd p = { .fd = uv_backend_fd(h->loop), .events = POLLIN };
-  for (uint64_t now = start; poll(&p, 1, 0) == 0; ) {
-    if (now - start > s->spin_ns) return;
-    /* With idle pollers (idlepoll.c) runnable beside us, a yield may hand this CPU to one of them: pause
-     * instead; a caller that needs this CPU preempts us on its wake-up (caught just below). */
-    if (s->idle) { for (int i = 0; i < 64; i++) hf_cpu_relax(); }
-    else sched_yield();
-    uint64_t after = mono_ns();
-    if (after - now > YIELDED_NS) {  /* something else ran on this CPU (maybe the client): sleep instead */
-      s->spin_skip = SKIP_TURNS;
-      return;
-    }
-    now = after;
-  }
-}
-
-/*
  * Points s->buf at a buffer for the next request: a pool buffer (a WRITE read into it can keep it, wbuf.c)
  * or, when the pool has none to spare, the session's own. Returns 0 when there is no memory for either.
  */
@@ -249,10 +209,18 @@ void hf_session_teardown(hf_session *s, const char *reason, int external, int ex
   finish_async(s);
 }
 
-static void on_poll(uv_poll_t *h, int status, int events) {
-  hf_session *s = h->data;
+/*
+ * One drain: requests read and handled until the device is empty (or `max` of them), inside one handle
+ * scope and one callback scope (so promise jobs and nextTicks queued by handlers run after). `first`: the
+ * size of a request the caller already read into s->buf (the awake wait's read, which then serves just
+ * that one, and then calls the `turnEnd` handler, once the handlers' promise jobs have run, in a callback
+ * scope of its own: what they left for the end of the loop's turn, a journal commit that replies wait for,
+ * is done there, and the wait goes on). Returns 0 when the session ended here (it is freed: the caller
+ * must not touch it).
+ */
+static int serve(hf_session *s, int status, int first, int max) {
   napi_env env = s->env;
-  if (s->state != S_MOUNTED) return;
+  int awake = first > 0;
   napi_handle_scope hs; napi_callback_scope cs; napi_value resource;
   napi_open_handle_scope(env, &hs);
   napi_get_reference_value(env, s->resource, &resource);
@@ -262,9 +230,13 @@ static void on_poll(uv_poll_t *h, int status, int events) {
     ended = "connection closed (external unmount or abort)";
   } else {
     s->depth++;
-    for (int n = 0; n < DRAIN_MAX && !s->unmount_pending; n++) {
-      if (!receive_buffer(s)) break;  /* out of memory: the poll wakes us again */
-      int res = fuse_session_receive_buf(s->se, &s->buf);
+    for (int n = 0; n < max && !s->unmount_pending; n++) {
+      int res = first;
+      first = 0;
+      if (!res) {
+        if (!receive_buffer(s)) break;  /* out of memory: the poll wakes us again */
+        res = fuse_session_receive_buf(s->se, &s->buf);
+      }
       if (res == -EAGAIN) break;
       if (res == -EINTR) continue;
       if (res <= 0 || fuse_session_exited(s->se)) { ended = "connection closed (external unmount or abort)"; break; }
@@ -282,7 +254,8 @@ static void on_poll(uv_poll_t *h, int status, int events) {
   else if (s->unmount_pending) hf_session_teardown(s, "unmount", 0, 0);
   napi_ref pending = s->pending_exc;
   s->pending_exc = NULL;
-  if (s->state == S_CLOSED) free(s);
+  int alive = s->state != S_CLOSED;
+  if (!alive) free(s);
   if (pending) {
     napi_value exc;
     napi_get_reference_value(env, pending, &exc);
@@ -290,7 +263,80 @@ static void on_poll(uv_poll_t *h, int status, int events) {
     napi_fatal_exception(env, exc);
   }
   napi_close_callback_scope(env, cs);
+  if (alive && awake && s->state == S_MOUNTED && s->fn[OP_TURN_END]) {
+    napi_value fn, self, result;
+    napi_open_callback_scope(env, resource, s->actx, &cs);
+    napi_get_reference_value(env, s->fn[OP_TURN_END], &fn);
+    napi_get_reference_value(env, s->ops_ref, &self);
+    if (napi_call_function(env, self, fn, 0, NULL, &result) != napi_ok) {
+      napi_value exc;
+      if (napi_get_and_clear_last_exception(env, &exc) == napi_ok) napi_fatal_exception(env, exc);
+    }
+    napi_close_callback_scope(env, cs);
+  }
   napi_close_handle_scope(env, hs);
+  return alive;
+}
+
+static void on_poll(uv_poll_t *h, int status, int events) {
+  hf_session *s = h->data;
+  if (s->state != S_MOUNTED) return;
+  serve(s, status, 0, DRAIN_MAX);
+}
+
+/*
+ * The awake wait (spinUs): just before the loop sleeps in epoll after a turn that answered requests, wait
+ * up to spin_ns for the next request, reading the device itself, and serve what arrives here; the wait
+ * goes on after each request whose handler left the loop nothing to do (its reply went out at once), so a
+ * client that works synchronously (stat, lookup, one file after another) is served by a read and a reply
+ * per request, where a wake-up through the loop cost a poll, an epoll_wait and a read that found the device
+ * empty (docs/decisions/0086-serving-in-the-awake-wait.md). A sleeping thread would pay the wake-up of an
+ * idle CPU on every request, which on a VM is most of a round trip (docs/benchmarks.md, issue 13).
+ * The wait ends when a handler left work for the loop (an immediate, a timer due: uv_backend_timeout 0;
+ * the journal's commit is done by `turnEnd` instead, serve), when anything else the loop watches is ready (a poll of its epoll fd between reads), after
+ * PREPARE_NS of serving (so timers and other I/O get their turn), or after spin_ns with no request.
+ * A yield that took longer than YIELDED_NS ran another task on this CPU: the client may share it, or
+ * another process wants it, and the wait then stops (the loop sleeps; a wake-up on the same CPU is cheap)
+ * and is skipped for the next SKIP_TURNS turns that answered requests (a waiting thread that stays runnable
+ * beside the client on one CPU slows it: docs/benchmarks.md, issue 13, the burner runs). No wait when the
+ * loop has work due now; a loop with no FUSE traffic never waits. With idle pollers running, the wait
+ * pauses instead of yielding: with the yield, the pollers made stat of 10,000 files slower (374 → 443 ms),
+ * with the pause they did not (394 ms); docs/benchmarks.md, session 11.
+ */
+#define YIELDED_NS 5000
+#define SKIP_TURNS 32
+#define PREPARE_NS 1000000
+static void on_prepare(uv_prepare_t *h) {
+  hf_session *s = h->data;
+  if (!s->answered) return;
+  s->answered = 0;
+  if (s->state != S_MOUNTED || uv_backend_timeout(h->loop) == 0) return;
+  if (s->spin_skip > 0) { s->spin_skip--; return; }
+  uint64_t start = mono_ns(), since = start;
+  struct pollfd p = { .fd = uv_backend_fd(h->loop), .events = POLLIN };
+  for (uint64_t now = start;;) {
+    if (!receive_buffer(s)) return;
+    int res = fuse_session_receive_buf(s->se, &s->buf);
+    if (res > 0) {
+      if (!serve(s, 0, res, 1) || s->state != S_MOUNTED) return;
+      now = mono_ns();
+      if (uv_backend_timeout(h->loop) == 0 || now - start > PREPARE_NS) return;
+      since = now;
+      continue;
+    }
+    if (res != -EAGAIN && res != -EINTR) return;  /* the end of the connection: the poll sees it */
+    if (now - since > s->spin_ns || poll(&p, 1, 0) != 0) return;
+    /* With idle pollers (idlepoll.c) runnable beside us, a yield may hand this CPU to one of them: pause
+     * instead; a caller that needs this CPU preempts us on its wake-up (caught just below). */
+    if (s->idle) { for (int i = 0; i < 64; i++) hf_cpu_relax(); }
+    else sched_yield();
+    uint64_t after = mono_ns();
+    if (after - now > YIELDED_NS) {  /* something else ran on this CPU (maybe the client): sleep instead */
+      s->spin_skip = SKIP_TURNS;
+      return;
+    }
+    now = after;
+  }
 }
 
 static int fd_is_open_before[4096];

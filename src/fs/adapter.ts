@@ -232,6 +232,7 @@ export class FuseAdapter {
 
   ops(): Ops {
     return {
+      turnEnd: () => this.view.journal.commitScheduled(),
       lookup: (req, parent, name) => this.run(req, 'lookup', parent, () => {
         const node = this.view.lookup(parent, name);
         if (!node) {

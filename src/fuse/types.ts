@@ -98,6 +98,12 @@ export interface Reply {
  */
 export interface Ops {
   init?(): void; destroy?(): void;
+  /**
+   * After each request the binding served while it waited awake for the next (native/src/session.c
+   * `on_prepare`), once the handlers' promise jobs ran: do now what waits for the end of the loop's turn
+   * (the journal's commit, which replies wait for), so the wait can go on without a turn of the loop.
+   */
+  turnEnd?(): void;
   lookup(req: Req, parent: number, name: string): void;
   /** Batch forget is delivered as several forget calls. No reply. */
   forget(ino: number, nlookup: number): void;

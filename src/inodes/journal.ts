@@ -127,6 +127,7 @@ export class Journal {
   private readonly queuedLinks = new Map<number, number>();
   private readonly queuedMeta = new Map<string, unknown>();
   private scheduled = false;
+  private immediate: NodeJS.Immediate | undefined;
   /** Inside `deferred`: queued changes wait for the next batch someone needs (or LAZY_COMMIT_MS). */
   private deferring = 0;
   private lazyTimer: NodeJS.Timeout | undefined;
@@ -310,7 +311,17 @@ export class Journal {
   commitSoon(): void {
     if (this.scheduled || this.queued.size === 0) return;
     this.scheduled = true;
-    setImmediate(() => this.commitSafely());
+    this.immediate = setImmediate(() => this.commitSafely());
+  }
+
+  /**
+   * Commits now what `commitSoon` left for the end of this turn, if anything: the FUSE binding serves the
+   * next request without a turn of the loop when nothing else waits for one (fs/adapter.ts `turnEnd`).
+   */
+  commitScheduled(): void {
+    if (!this.scheduled) return;
+    clearImmediate(this.immediate);
+    this.commitSafely();
   }
 
   /**
@@ -354,6 +365,7 @@ export class Journal {
 
   private commitSafely(): void {
     this.scheduled = false;
+    this.immediate = undefined;
     clearTimeout(this.lazyTimer);
     this.lazyTimer = undefined;
     try {
