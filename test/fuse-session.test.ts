@@ -2,7 +2,8 @@
  * The FUSE binding's session behaviour: a SIGKILLed server leaves no accessor hanging and the mountpoint can
  * be mounted again; an answer delayed by one lookup does not block the directory (FUSE_PARALLEL_DIROPS);
  * interrupts reach the handler; missing ops answer ENOSYS; external unmounts and signals end the server
- * cleanly; mount errors are one clear line; the awake wait for the next request (spinUs) answers everything;
+ * cleanly; mount errors are one clear line; the awake wait for the next request (spinUs) answers everything
+ * and serves requests itself (none without it);
  * the idle pollers (idlePollUs) are idle-priority threads that live exactly as long as their mount.
  */
 import { test } from 'node:test';
@@ -69,8 +70,22 @@ test('waiting awake for the next request (spinUs): every request is answered, a 
     assert.ok(Date.now() - t0 >= 190, 'it was the slow lookup');
     await new Promise((res) => setTimeout(res, 100)); // idle: the next request wakes a sleeping loop
     assert.equal(fs.readdirSync(m).filter((n) => n.startsWith('f')).length, 300);
+    const served = servedBy(m);
+    assert.ok(served.awake > 0 && served.woken > 0, `requests served in the wait and after wake-ups: ${JSON.stringify(served)}`);
   } finally { await srv.stop(); }
+  const m2 = tempMountpoint('nospin');
+  const srv2 = await startMemfsServer(m2, { mount: { spinUs: 0 } });
+  try {
+    for (let i = 0; i < 50; i++) fs.writeFileSync(path.join(m2, `f${i}`), `file ${i}\n`);
+    assert.equal(servedBy(m2).awake, 0, 'no awake wait: every request after a wake-up');
+  } finally { await srv2.stop(); }
 });
+
+/** The serving process's counts of requests served in the awake wait and after wake-ups (memfs's stats xattr). */
+function servedBy(m: string): { awake: number; woken: number } {
+  const r = spawnSync('python3', ['-c', `import os,sys; print(os.getxattr(sys.argv[1], '${STATS_XATTR}').decode())`, m], { encoding: 'utf8' });
+  return (JSON.parse(r.stdout) as { served: { awake: number; woken: number } }).served;
+}
 
 /** Threads of `pid` under SCHED_IDLE (policy 5, field 41 of /proc/PID/task/TID/stat). */
 function idleThreads(pid: number | 'self'): number {

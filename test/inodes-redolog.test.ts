@@ -255,3 +255,31 @@ test('a directory whose number comes back before a checkpoint does not see its o
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('commitScheduled commits at once what was left for the end of the turn and leaves no immediate behind', async () => {
+  const dir = scratch();
+  try {
+    const j = new Journal(join(dir, 'journal'));
+    const commits: unknown[] = [];
+    j.onCommit((err) => commits.push(err));
+    j.put(file(1, { kind: 'dir', parents: [] }));
+    j.put(file(10));
+    j.setChild(1, 'a', 10);
+    assert.ok(j.pending, 'queued for the end of the turn');
+    const immediates = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Immediate').length;
+    const before = immediates();
+    assert.ok(before >= 1, 'an immediate commits it at the end of the turn');
+    j.commitScheduled();
+    assert.equal(immediates(), before - 1, 'the immediate is gone: the loop has nothing left to do for it');
+    assert.equal(j.pending, false);
+    assert.deepEqual(commits, [undefined], 'one commit, now');
+    assert.deepEqual(RedoLog.readAll(join(dir, 'journal', 'redo.log')).map((b) => b.writes.length), [3]);
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    j.commitScheduled();
+    assert.equal(commits.length, 1, 'nothing scheduled: nothing to do');
+    await j.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

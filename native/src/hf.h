@@ -149,6 +149,7 @@ void hf_noxattr_free(hf_session *s);
 napi_value hf_noxattr_mark(napi_env env, napi_callback_info info);
 napi_value hf_noxattr_revoke(napi_env env, napi_callback_info info);
 napi_value hf_noxattr_stats(napi_env env, napi_callback_info info);
+napi_value hf_served_stats(napi_env env, napi_callback_info info);
 
 /* reply.c: the reply functions exported to JS, plus the shared scratch array. */
 extern double *hf_scratch;

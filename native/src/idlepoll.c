@@ -4,7 +4,7 @@
  * A FUSE round trip wakes the caller on every reply. The caller slept on its own CPU, and on a VM whose
  * idle vCPUs halt at once (cpuidle haltpoll with guest_halt_poll_ns=0, as on this project's test
  * machines), waking a halted vCPU goes through the hypervisor: most of a round trip
- * (docs/benchmarks.md, issue 13). The kernel's own remedy is halt polling, where an idle CPU polls a
+ * (docs/decisions/0062-fuse-spin-wait.md). The kernel's own remedy is halt polling, where an idle CPU polls a
  * while before it halts. It is a host setting, so homefs does the same from user space, and only while
  * its mount is busy.
  *

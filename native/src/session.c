@@ -218,6 +218,9 @@ void hf_session_teardown(hf_session *s, const char *reason, int external, int ex
  * is done there, and the wait goes on). Returns 0 when the session ended here (it is freed: the caller
  * must not touch it).
  */
+/* Requests this process served in the awake wait, and from a wake-up of the loop (servedStats). */
+static uint64_t served_awake, served_woken;
+
 static int serve(hf_session *s, int status, int first, int max) {
   napi_env env = s->env;
   int awake = first > 0;
@@ -241,6 +244,7 @@ static int serve(hf_session *s, int status, int first, int max) {
       if (res == -EINTR) continue;
       if (res <= 0 || fuse_session_exited(s->se)) { ended = "connection closed (external unmount or abort)"; break; }
       s->answered = 1;
+      if (awake) served_awake++; else served_woken++;
       s->kill = s->killpriv_v2 && wants_kill(&s->buf, (size_t)res);
       fuse_session_process_buf(s->se, &s->buf);
       s->kill = 0;
@@ -278,6 +282,15 @@ static int serve(hf_session *s, int status, int first, int max) {
   return alive;
 }
 
+/* servedStats() -> { awake, woken }: requests served in the awake wait (on_prepare) and after a wake-up. */
+napi_value hf_served_stats(napi_env env, napi_callback_info info) {
+  napi_value o, v;
+  HF_CHECK(env, napi_create_object(env, &o));
+  napi_create_double(env, (double)served_awake, &v); napi_set_named_property(env, o, "awake", v);
+  napi_create_double(env, (double)served_woken, &v); napi_set_named_property(env, o, "woken", v);
+  return o;
+}
+
 static void on_poll(uv_poll_t *h, int status, int events) {
   hf_session *s = h->data;
   if (s->state != S_MOUNTED) return;
@@ -286,22 +299,22 @@ static void on_poll(uv_poll_t *h, int status, int events) {
 
 /*
  * The awake wait (spinUs): just before the loop sleeps in epoll after a turn that answered requests, wait
- * up to spin_ns for the next request, reading the device itself, and serve what arrives here; the wait
- * goes on after each request whose handler left the loop nothing to do (its reply went out at once), so a
+ * up to spin_ns for the next request, reading the device itself, and serve what arrives here; then the
+ * handlers' `turnEnd` commits what they left for the end of the turn (serve), and the wait goes on. A
  * client that works synchronously (stat, lookup, one file after another) is served by a read and a reply
- * per request, where a wake-up through the loop cost a poll, an epoll_wait and a read that found the device
- * empty (docs/decisions/0086-serving-in-the-awake-wait.md). A sleeping thread would pay the wake-up of an
- * idle CPU on every request, which on a VM is most of a round trip (docs/benchmarks.md, issue 13).
- * The wait ends when a handler left work for the loop (an immediate, a timer due: uv_backend_timeout 0;
- * the journal's commit is done by `turnEnd` instead, serve), when anything else the loop watches is ready (a poll of its epoll fd between reads), after
- * PREPARE_NS of serving (so timers and other I/O get their turn), or after spin_ns with no request.
- * A yield that took longer than YIELDED_NS ran another task on this CPU: the client may share it, or
- * another process wants it, and the wait then stops (the loop sleeps; a wake-up on the same CPU is cheap)
- * and is skipped for the next SKIP_TURNS turns that answered requests (a waiting thread that stays runnable
- * beside the client on one CPU slows it: docs/benchmarks.md, issue 13, the burner runs). No wait when the
- * loop has work due now; a loop with no FUSE traffic never waits. With idle pollers running, the wait
- * pauses instead of yielding: with the yield, the pollers made stat of 10,000 files slower (374 → 443 ms),
- * with the pause they did not (394 ms); docs/benchmarks.md, session 11.
+ * per request, where a wake-up through the loop cost a poll, an epoll_wait and a read that found the
+ * device empty (docs/decisions/0086-serving-in-the-awake-wait.md). A sleeping thread would pay the wake-up
+ * of an idle CPU on every request, which on a VM is most of a round trip (docs/decisions/0062-fuse-spin-wait.md).
+ * The wait ends when the loop has work due (an immediate, a pending handle: uv_backend_timeout 0), when
+ * anything else it watches is ready (a poll of its epoll fd between reads), after PREPARE_NS of serving
+ * (timers and other I/O get their turn), or after spin_ns with no request. A yield that took longer than
+ * YIELDED_NS ran another task on this CPU: the client may share it, or another process wants it, and the
+ * wait then stops (the loop sleeps; a wake-up on the same CPU is cheap) and is skipped for the next
+ * SKIP_TURNS turns that answered requests (a waiting thread that stays runnable beside the client on one
+ * CPU slows it: the burner runs of docs/decisions/0062-fuse-spin-wait.md). No wait when the loop has work
+ * due now; a loop with no FUSE traffic never waits. With idle pollers running, the wait pauses instead of
+ * yielding: with the yield, the pollers made stat of 10,000 files slower (374 → 443 ms), with the pause
+ * they did not (394 ms; docs/decisions/0064-idle-pollers.md).
  */
 #define YIELDED_NS 5000
 #define SKIP_TURNS 32

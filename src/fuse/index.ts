@@ -100,3 +100,8 @@ export function writeBufferStats(): { lent: number; copied: number; pool: number
 export function nativeReplies(): NativeReplies {
   return loadAddon().nativeReplies();
 }
+
+/** Requests this process served in the awake wait, and after a wake-up of the loop (native/src/session.c). */
+export function servedStats(): { awake: number; woken: number } {
+  return loadAddon().servedStats();
+}

@@ -42,6 +42,8 @@ export interface NativeAddon {
   revokeNoXattrs(s: NativeSession, ino: number): void;
   /** Requests the binding answered itself in this process, by op. */
   nativeReplies(): NativeReplies;
+  /** Requests this process served in the awake wait for the next request (`awake`), and after a wake-up of the loop (`woken`). */
+  servedStats(): { awake: number; woken: number };
   /** FUSE passthrough (native/src/passthrough.c): a backing file's id (> 0) or -errno; closing one: 0 or -errno. */
   backingOpen(s: NativeSession, fd: number): number;
   backingClose(s: NativeSession, id: number): number;

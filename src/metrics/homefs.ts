@@ -57,9 +57,11 @@ export class HomeMetrics {
   readonly errors: Counter<'kind'>;
   readonly dirtyBytes: Gauge;
   readonly nativeReplies: Counter<'op'>;
+  readonly served: Counter<'where'>;
   private dirtySource: (() => number) | undefined;
   private protectionSource: (() => ProtectionMetrics | undefined) | undefined;
   private nativeSource: (() => Record<string, number>) | undefined;
+  private servedSource: (() => Record<string, number>) | undefined;
 
   constructor(opts: HomeMetricsOptions = {}) {
     const registers = [this.registry];
@@ -85,16 +87,19 @@ export class HomeMetrics {
         if (v !== undefined) this.set(v);
       },
     });
-    const native = (): Record<string, number> | undefined => this.nativeSource?.();
-    this.nativeReplies = new Counter({
-      name: 'homefs_fuse_native_replies_total', help: 'FUSE requests the binding answered without entering JS, by op (getxattr, listxattr of inodes known to have no xattrs); not counted in homefs_fuse_ops_total', labelNames: ['op'], registers,
-      collect() {
-        const v = native();
-        if (v === undefined) return;
-        this.reset();
-        for (const [op, n] of Object.entries(v)) this.inc({ op }, n);
-      },
-    });
+    /** A counter whose values are read from `source` at scrape time, one per key under `label`. */
+    const counted = <L extends string>(name: string, help: string, label: L, source: () => Record<string, number> | undefined): Counter<L> =>
+      new Counter({
+        name, help, labelNames: [label], registers,
+        collect() {
+          const v = source();
+          if (v === undefined) return;
+          this.reset();
+          for (const [k, n] of Object.entries(v)) this.inc({ [label]: k } as Partial<Record<L, string>>, n);
+        },
+      });
+    this.nativeReplies = counted('homefs_fuse_native_replies_total', 'FUSE requests the binding answered without entering JS, by op (getxattr, listxattr of inodes known to have no xattrs); not counted in homefs_fuse_ops_total', 'op', () => this.nativeSource?.());
+    this.served = counted('homefs_fuse_served_total', 'FUSE requests served by the binding, by where: in the awake wait for the next request (awake), or after a wake-up of the event loop (woken)', 'where', () => this.servedSource?.());
     const prot = (): ProtectionMetrics | undefined => this.protectionSource?.();
     const gauge = (name: string, help: string, pick: (p: ProtectionMetrics) => number): void => {
       new Gauge({
@@ -133,6 +138,11 @@ export class HomeMetrics {
   /** Where `homefs_fuse_native_replies_total` is read from, at scrape time (the binding's counters, once mounted). */
   bindNativeReplies(source: () => Record<string, number>): void {
     this.nativeSource = source;
+  }
+
+  /** Where `homefs_fuse_served_total` is read from, at scrape time (the binding's counters, once mounted). */
+  bindServed(source: () => Record<string, number>): void {
+    this.servedSource = source;
   }
 
   /** The meters MeteredStore (store/metered.ts) reports to. */
