@@ -319,21 +319,17 @@ static void on_poll(uv_poll_t *h, int status, int events) {
 #define YIELDED_NS 5000
 #define SKIP_TURNS 32
 #define PREPARE_NS 1000000
-static void on_prepare(uv_prepare_t *h) {
-  hf_session *s = h->data;
-  if (!s->answered) return;
-  s->answered = 0;
-  if (s->state != S_MOUNTED || uv_backend_timeout(h->loop) == 0) return;
-  if (s->spin_skip > 0) { s->spin_skip--; return; }
+/* The wait itself (on_prepare); may end the session (then s is freed). */
+static void wait_awake(hf_session *s, uv_loop_t *loop) {
   uint64_t start = mono_ns(), since = start;
-  struct pollfd p = { .fd = uv_backend_fd(h->loop), .events = POLLIN };
+  struct pollfd p = { .fd = uv_backend_fd(loop), .events = POLLIN };
   for (uint64_t now = start;;) {
-    if (!receive_buffer(s)) return;
+    if (!receive_buffer(s)) return;  /* (a pool buffer is an ArrayBuffer: the caller's handle scope) */
     int res = fuse_session_receive_buf(s->se, &s->buf);
     if (res > 0) {
       if (!serve(s, 0, res, 1) || s->state != S_MOUNTED) return;
       now = mono_ns();
-      if (uv_backend_timeout(h->loop) == 0 || now - start > PREPARE_NS) return;
+      if (uv_backend_timeout(loop) == 0 || now - start > PREPARE_NS) return;
       since = now;
       continue;
     }
@@ -350,6 +346,19 @@ static void on_prepare(uv_prepare_t *h) {
     }
     now = after;
   }
+}
+
+static void on_prepare(uv_prepare_t *h) {
+  hf_session *s = h->data;
+  if (!s->answered) return;
+  s->answered = 0;
+  if (s->state != S_MOUNTED || uv_backend_timeout(h->loop) == 0) return;
+  if (s->spin_skip > 0) { s->spin_skip--; return; }
+  napi_env env = s->env;
+  napi_handle_scope hs;
+  napi_open_handle_scope(env, &hs);
+  wait_awake(s, h->loop);
+  napi_close_handle_scope(env, hs);
 }
 
 static int fd_is_open_before[4096];
