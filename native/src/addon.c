@@ -7,6 +7,16 @@
 
 static int atexit_installed;
 
+napi_value hf_counts(napi_env env, const char *const *names, const uint64_t *values, int n) {
+  napi_value o, v;
+  HF_CHECK(env, napi_create_object(env, &o));
+  for (int i = 0; i < n; i++) {
+    napi_create_double(env, (double)values[i], &v);
+    napi_set_named_property(env, o, names[i], v);
+  }
+  return o;
+}
+
 static void at_exit(void) { hf_unmount_all_at_exit(); }
 
 static napi_value init(napi_env env, napi_value exports) {

@@ -150,6 +150,8 @@ napi_value hf_noxattr_mark(napi_env env, napi_callback_info info);
 napi_value hf_noxattr_revoke(napi_env env, napi_callback_info info);
 napi_value hf_noxattr_stats(napi_env env, napi_callback_info info);
 napi_value hf_served_stats(napi_env env, napi_callback_info info);
+/* A JS object of counters: { names[i]: values[i] } (the stats functions' answers). */
+napi_value hf_counts(napi_env env, const char *const *names, const uint64_t *values, int n);
 
 /* reply.c: the reply functions exported to JS, plus the shared scratch array. */
 extern double *hf_scratch;

@@ -284,11 +284,9 @@ static int serve(hf_session *s, int status, int first, int max) {
 
 /* servedStats() -> { awake, woken }: requests served in the awake wait (on_prepare) and after a wake-up. */
 napi_value hf_served_stats(napi_env env, napi_callback_info info) {
-  napi_value o, v;
-  HF_CHECK(env, napi_create_object(env, &o));
-  napi_create_double(env, (double)served_awake, &v); napi_set_named_property(env, o, "awake", v);
-  napi_create_double(env, (double)served_woken, &v); napi_set_named_property(env, o, "woken", v);
-  return o;
+  static const char *const names[] = { "awake", "woken" };
+  uint64_t values[] = { served_awake, served_woken };
+  return hf_counts(env, names, values, 2);
 }
 
 static void on_poll(uv_poll_t *h, int status, int events) {
@@ -306,7 +304,8 @@ static void on_poll(uv_poll_t *h, int status, int events) {
  * device empty (docs/decisions/0086-serving-in-the-awake-wait.md). A sleeping thread would pay the wake-up
  * of an idle CPU on every request, which on a VM is most of a round trip (docs/decisions/0062-fuse-spin-wait.md).
  * The wait ends when the loop has work due (an immediate, a pending handle: uv_backend_timeout 0), when
- * anything else it watches is ready (a poll of its epoll fd between reads), after PREPARE_NS of serving
+ * anything else it watches is ready (a poll of the device and the loop's epoll fd while the device is
+ * empty: the epoll fd alone also reports the device, and sent requests back to the loop), after PREPARE_NS of serving
  * (timers and other I/O get their turn), or after spin_ns with no request. A yield that took longer than
  * YIELDED_NS ran another task on this CPU: the client may share it, or another process wants it, and the
  * wait then stops (the loop sleeps; a wake-up on the same CPU is cheap) and is skipped for the next
@@ -321,9 +320,10 @@ static void on_poll(uv_poll_t *h, int status, int events) {
 #define PREPARE_NS 1000000
 /* The wait itself (on_prepare); may end the session (then s is freed). */
 static void wait_awake(hf_session *s, uv_loop_t *loop) {
-  uint64_t start = mono_ns(), since = start;
-  struct pollfd p = { .fd = uv_backend_fd(loop), .events = POLLIN };
-  for (uint64_t now = start;;) {
+  uint64_t start = mono_ns(), since = start, now = start;
+  /* The device, and the loop's epoll fd (which reports the device too, and everything else the loop watches). */
+  struct pollfd p[2] = { { .fd = s->fd, .events = POLLIN }, { .fd = uv_backend_fd(loop), .events = POLLIN } };
+  for (;;) {
     if (!receive_buffer(s)) return;  /* (a pool buffer is an ArrayBuffer: the caller's handle scope) */
     int res = fuse_session_receive_buf(s->se, &s->buf);
     if (res > 0) {
@@ -334,17 +334,22 @@ static void wait_awake(hf_session *s, uv_loop_t *loop) {
       continue;
     }
     if (res != -EAGAIN && res != -EINTR) return;  /* the end of the connection: the poll sees it */
-    if (now - since > s->spin_ns || poll(&p, 1, 0) != 0) return;
-    /* With idle pollers (idlepoll.c) runnable beside us, a yield may hand this CPU to one of them: pause
-     * instead; a caller that needs this CPU preempts us on its wake-up (caught just below). */
-    if (s->idle) { for (int i = 0; i < 64; i++) hf_cpu_relax(); }
-    else sched_yield();
-    uint64_t after = mono_ns();
-    if (after - now > YIELDED_NS) {  /* something else ran on this CPU (maybe the client): sleep instead */
-      s->spin_skip = SKIP_TURNS;
-      return;
+    for (;;) {  /* the device is empty: wait for a request, or for anything else to be ready */
+      if (now - since > s->spin_ns) return;
+      int n = poll(p, 2, 0);
+      if (n > 0 && p[0].revents) break;  /* a request (or the end): read it */
+      if (n > 0) return;                 /* something else is ready: the loop's turn */
+      /* With idle pollers (idlepoll.c) runnable beside us, a yield may hand this CPU to one of them: pause
+       * instead; a caller that needs this CPU preempts us on its wake-up (caught just below). */
+      if (s->idle) { for (int i = 0; i < 64; i++) hf_cpu_relax(); }
+      else sched_yield();
+      uint64_t after = mono_ns();
+      if (after - now > YIELDED_NS) {  /* something else ran on this CPU (maybe the client): sleep instead */
+        s->spin_skip = SKIP_TURNS;
+        return;
+      }
+      now = after;
     }
-    now = after;
   }
 }
 

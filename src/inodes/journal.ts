@@ -3,9 +3,10 @@
  * an in-memory cache of what has been touched.
  *
  * Changes are batched: each one updates the in-memory view at once and queues its LMDB write; the queue
- * is committed at the end of the event-loop turn (`commit`, scheduled with setImmediate) as one record
- * appended to the redo log (redolog.ts: one pwrite, no fsync: it survives a kill -9 of the daemon; host
- * loss is what the store is for). The FUSE layer holds every reply until the batch it depends on has
+ * is committed at the end of the event-loop turn (`commit`, scheduled with setImmediate; or at once by
+ * `commitScheduled`, after a request the FUSE binding served in its awake wait) as one record appended to
+ * the redo log (redolog.ts: a copy into a shared mapping, no fsync: it survives a kill -9 of the daemon;
+ * host loss is what the store is for). The FUSE layer holds every reply until the batch it depends on has
  * committed (`pending`, `onCommit`), so a kill -9 loses only requests that were never answered. What the
  * log holds reaches LMDB in bulk (`checkpoint`: one LMDB transaction, each key written once) within
  * CHECKPOINT_MS, when the log passes CHECKPOINT_BYTES, and at sync and close; opening the journal applies
