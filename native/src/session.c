@@ -209,6 +209,9 @@ void hf_session_teardown(hf_session *s, const char *reason, int external, int ex
   finish_async(s);
 }
 
+/* Requests this process served in the awake wait, and from a wake-up of the loop (servedStats). */
+static uint64_t served_awake, served_woken;
+
 /*
  * One drain: requests read and handled until the device is empty (or `max` of them), inside one handle
  * scope and one callback scope (so promise jobs and nextTicks queued by handlers run after). `first`: the
@@ -218,9 +221,6 @@ void hf_session_teardown(hf_session *s, const char *reason, int external, int ex
  * is done there, and the wait goes on). Returns 0 when the session ended here (it is freed: the caller
  * must not touch it).
  */
-/* Requests this process served in the awake wait, and from a wake-up of the loop (servedStats). */
-static uint64_t served_awake, served_woken;
-
 static int serve(hf_session *s, int status, int first, int max) {
   napi_env env = s->env;
   int awake = first > 0;
@@ -304,9 +304,9 @@ static void on_poll(uv_poll_t *h, int status, int events) {
  * device empty (docs/decisions/0086-serving-in-the-awake-wait.md). A sleeping thread would pay the wake-up
  * of an idle CPU on every request, which on a VM is most of a round trip (docs/decisions/0062-fuse-spin-wait.md).
  * The wait ends when the loop has work due (an immediate, a pending handle: uv_backend_timeout 0), when
- * anything else it watches is ready (a poll of the device and the loop's epoll fd while the device is
- * empty: the epoll fd alone also reports the device, and sent requests back to the loop), after PREPARE_NS of serving
- * (timers and other I/O get their turn), or after spin_ns with no request. A yield that took longer than
+ * anything else it watches is ready (while the device is empty it polls the device and the loop's epoll
+ * fd together: the epoll fd alone also reports the device), after PREPARE_NS of serving (timers and other
+ * I/O get their turn), or after spin_ns with no request. A yield that took longer than
  * YIELDED_NS ran another task on this CPU: the client may share it, or another process wants it, and the
  * wait then stops (the loop sleeps; a wake-up on the same CPU is cheap) and is skipped for the next
  * SKIP_TURNS turns that answered requests (a waiting thread that stays runnable beside the client on one
