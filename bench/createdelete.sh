@@ -7,9 +7,13 @@
 #   PROF=DIR: run the daemon under `node --cpu-prof --cpu-prof-dir=DIR` (the profile is written at unmount).
 #   STRACE=FILE: `strace -c -f` the daemon over both phases, summary to FILE.
 #   MOUNT_ARGS="...": more `homefs mount` options (e.g. --fuse-spin-us 0).
+#   STATE_ROOT=DIR: where the state and cache directories go (default /var/tmp, on disk; /dev/shm leaves
+#   the disk's own costs out of an A/B of the serving loop).
+#   At the end: the requests served in the awake wait and after wake-ups (homefs_fuse_served_total) and
+#   why the waits ended (homefs_fuse_awake_wait_ends_total), over both phases.
 set -e
 B=$1; L=$2; N=${3:-10000}
-T=$(mktemp -d /var/tmp/cdel.XXXX); mkdir -p $T/c $T/s $T/m /dev/shm/cdel-$$
+T=$(mktemp -d ${STATE_ROOT:-/var/tmp}/cdel.XXXX); mkdir -p $T/c $T/s $T/m /dev/shm/cdel-$$
 if [ -n "$PROF" ]; then export NODE_OPTIONS="--cpu-prof --cpu-prof-dir=$PROF"; fi
 $B/bin/homefs mount o/h $T/m --store file:///dev/shm/cdel-$$ --cache-dir $T/c --state-dir $T/s $MOUNT_ARGS >/dev/null
 unset NODE_OPTIONS
@@ -44,5 +48,6 @@ phase delete 'import os, sys
 d, n = sys.argv[1], int(sys.argv[2])
 for i in range(n): os.unlink(f"{d}/f{i}")'
 if [ -n "$STRACE" ]; then kill -INT $sp; wait $sp || true; fi
+echo "$L served: $(metrics | awk '/^homefs_fuse_(served_total|awake_wait_ends_total)\{/ {sub(/^homefs_fuse_[a-z_]*\{[a-z]*="/,""); sub(/".*\} /,"="); printf "%s ", $0}')"
 $B/bin/homefs sleep $T/m >/dev/null 2>&1 || fusermount3 -u $T/m
 sleep 1; rm -rf $T /dev/shm/cdel-$$

@@ -70,21 +70,26 @@ test('waiting awake for the next request (spinUs): every request is answered, a 
     assert.ok(Date.now() - t0 >= 190, 'it was the slow lookup');
     await new Promise((res) => setTimeout(res, 100)); // idle: the next request wakes a sleeping loop
     assert.equal(fs.readdirSync(m).filter((n) => n.startsWith('f')).length, 300);
-    const served = servedBy(m);
+    const { served, waitEnds } = statsOf(m);
     assert.ok(served.awake > 0 && served.woken > 0, `requests served in the wait and after wake-ups: ${JSON.stringify(served)}`);
+    assert.deepEqual(Object.keys(waitEnds).sort(), ['loop_due', 'loop_ready', 'no_request', 'preempted', 'served_max', 'skipped']);
+    // The pauses between the file loops, the slow lookup and the idle 100 ms: waits that found no request.
+    assert.ok(waitEnds.no_request > 0, `waits ended for want of a request: ${JSON.stringify(waitEnds)}`);
   } finally { await srv.stop(); }
   const m2 = tempMountpoint('nospin');
   const srv2 = await startMemfsServer(m2, { mount: { spinUs: 0 } });
   try {
     for (let i = 0; i < 50; i++) fs.writeFileSync(path.join(m2, `f${i}`), `file ${i}\n`);
-    assert.equal(servedBy(m2).awake, 0, 'no awake wait: every request after a wake-up');
+    const { served, waitEnds } = statsOf(m2);
+    assert.equal(served.awake, 0, 'no awake wait: every request after a wake-up');
+    assert.equal(Object.values(waitEnds).reduce((a, b) => a + b, 0), 0, `no wait began or was skipped: ${JSON.stringify(waitEnds)}`);
   } finally { await srv2.stop(); }
 });
 
-/** The serving process's counts of requests served in the awake wait and after wake-ups (memfs's stats xattr). */
-function servedBy(m: string): { awake: number; woken: number } {
+/** The serving process's counts of requests served in the awake wait and after wake-ups, and of why its waits ended (memfs's stats xattr). */
+function statsOf(m: string): { served: { awake: number; woken: number }; waitEnds: Record<string, number> } {
   const r = spawnSync('python3', ['-c', `import os,sys; print(os.getxattr(sys.argv[1], '${STATS_XATTR}').decode())`, m], { encoding: 'utf8' });
-  return (JSON.parse(r.stdout) as { served: { awake: number; woken: number } }).served;
+  return JSON.parse(r.stdout) as { served: { awake: number; woken: number }; waitEnds: Record<string, number> };
 }
 
 /** Threads of `pid` under SCHED_IDLE (policy 5, field 41 of /proc/PID/task/TID/stat). */

@@ -30,7 +30,7 @@ static napi_value init(napi_env env, napi_value exports) {
     F("replyXattrSize", hf_reply_xattr_size), F("replyStatfs", hf_reply_statfs),
     F("replyLseek", hf_reply_lseek), F("replyDir", hf_reply_dir), F("ctx", hf_req_ctx),
     F("writeBufferStats", hf_wbuf_stats), F("markNoXattrs", hf_noxattr_mark),
-    F("revokeNoXattrs", hf_noxattr_revoke), F("nativeReplies", hf_noxattr_stats), F("servedStats", hf_served_stats),
+    F("revokeNoXattrs", hf_noxattr_revoke), F("nativeReplies", hf_noxattr_stats), F("servedStats", hf_served_stats), F("waitEnds", hf_wait_ends),
     F("backingOpen", hf_backing_open), F("backingClose", hf_backing_close), F("caps", hf_caps),
 #undef F
   };

@@ -150,6 +150,7 @@ napi_value hf_noxattr_mark(napi_env env, napi_callback_info info);
 napi_value hf_noxattr_revoke(napi_env env, napi_callback_info info);
 napi_value hf_noxattr_stats(napi_env env, napi_callback_info info);
 napi_value hf_served_stats(napi_env env, napi_callback_info info);
+napi_value hf_wait_ends(napi_env env, napi_callback_info info);
 /* A JS object of counters: { names[i]: values[i] } (the stats functions' answers). */
 napi_value hf_counts(napi_env env, const char *const *names, const uint64_t *values, int n);
 

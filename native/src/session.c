@@ -306,18 +306,23 @@ static void on_poll(uv_poll_t *h, int status, int events) {
  * The wait ends when the loop has work due (an immediate, a pending handle: uv_backend_timeout 0), when
  * anything else it watches is ready (while the device is empty it polls the device and the loop's epoll
  * fd together: the epoll fd alone also reports the device), after PREPARE_NS of serving (timers and other
- * I/O get their turn), or after spin_ns with no request. A yield that took longer than
- * YIELDED_NS ran another task on this CPU: the client may share it, or another process wants it, and the
- * wait then stops (the loop sleeps; a wake-up on the same CPU is cheap) and is skipped for the next
- * SKIP_TURNS turns that answered requests (a waiting thread that stays runnable beside the client on one
- * CPU slows it: the burner runs of docs/decisions/0062-fuse-spin-wait.md). No wait when the loop has work
- * due now; a loop with no FUSE traffic never waits. With idle pollers running, the wait pauses instead of
- * yielding: with the yield, the pollers made stat of 10,000 files slower (374 → 443 ms), with the pause
+ * I/O get their turn), or after spin_ns with no request. Each pass yields the CPU. A yield that took
+ * longer than PREEMPTED_NS gave this CPU to a task that keeps it (a CPU-bound process, which a waiting
+ * thread kept runnable beside it would slow: the burner runs of docs/decisions/0062-fuse-spin-wait.md):
+ * the wait then stops and is skipped for the next SKIP_TURNS turns that answered requests. A shorter one
+ * is most often the client itself, woken on this CPU by our reply, sending its next request: the wait goes
+ * on and reads it (docs/decisions/0087-the-awake-wait-through-the-clients-turn.md). No wait when the loop has
+ * work due now; a loop with no FUSE traffic never waits. With idle pollers running, the wait pauses instead
+ * of yielding: with the yield, the pollers made stat of 10,000 files slower (374 → 443 ms), with the pause
  * they did not (394 ms; docs/decisions/0064-idle-pollers.md).
  */
-#define YIELDED_NS 5000
+#define PREEMPTED_NS 200000
 #define SKIP_TURNS 32
 #define PREPARE_NS 1000000
+/* Why awake waits ended (waitEnds): the counters' order is wait_end_names'. */
+enum { END_LOOP_DUE, END_SERVED_MAX, END_NO_REQUEST, END_LOOP_READY, END_PREEMPTED, END_SKIPPED, END_N };
+static const char *const wait_end_names[END_N] = { "loop_due", "served_max", "no_request", "loop_ready", "preempted", "skipped" };
+static uint64_t wait_ends[END_N];
 /* The wait itself (on_prepare); may end the session (then s is freed). */
 static void wait_awake(hf_session *s, uv_loop_t *loop) {
   uint64_t start = mono_ns(), since = start, now = start;
@@ -329,23 +334,25 @@ static void wait_awake(hf_session *s, uv_loop_t *loop) {
     if (res > 0) {
       if (!serve(s, 0, res, 1) || s->state != S_MOUNTED) return;
       now = mono_ns();
-      if (uv_backend_timeout(loop) == 0 || now - start > PREPARE_NS) return;
+      if (uv_backend_timeout(loop) == 0) { wait_ends[END_LOOP_DUE]++; return; }
+      if (now - start > PREPARE_NS) { wait_ends[END_SERVED_MAX]++; return; }
       since = now;
       continue;
     }
     if (res != -EAGAIN && res != -EINTR) return;  /* the end of the connection: the poll sees it */
     for (;;) {  /* the device is empty: wait for a request, or for anything else to be ready */
-      if (now - since > s->spin_ns) return;
-      int n = poll(p, 2, 0);
+      int n = poll(p, 2, 0);  /* (first, also after a long yield: the client may have sent its request) */
       if (n > 0 && p[0].revents) break;  /* a request (or the end): read it */
-      if (n > 0) return;                 /* something else is ready: the loop's turn */
+      if (n > 0) { wait_ends[END_LOOP_READY]++; return; }  /* something else is ready: the loop's turn */
+      if (now - since > s->spin_ns) { wait_ends[END_NO_REQUEST]++; return; }
       /* With idle pollers (idlepoll.c) runnable beside us, a yield may hand this CPU to one of them: pause
        * instead; a caller that needs this CPU preempts us on its wake-up (caught just below). */
       if (s->idle) { for (int i = 0; i < 64; i++) hf_cpu_relax(); }
       else sched_yield();
       uint64_t after = mono_ns();
-      if (after - now > YIELDED_NS) {  /* something else ran on this CPU (maybe the client): sleep instead */
+      if (after - now > PREEMPTED_NS) {  /* a task that keeps this CPU ran: sleep instead */
         s->spin_skip = SKIP_TURNS;
+        wait_ends[END_PREEMPTED]++;
         return;
       }
       now = after;
@@ -358,12 +365,18 @@ static void on_prepare(uv_prepare_t *h) {
   if (!s->answered) return;
   s->answered = 0;
   if (s->state != S_MOUNTED || uv_backend_timeout(h->loop) == 0) return;
-  if (s->spin_skip > 0) { s->spin_skip--; return; }
+  if (s->spin_skip > 0) { s->spin_skip--; wait_ends[END_SKIPPED]++; return; }
   napi_env env = s->env;
   napi_handle_scope hs;
   napi_open_handle_scope(env, &hs);
   wait_awake(s, h->loop);
   napi_close_handle_scope(env, hs);
+}
+
+/* waitEnds() -> { loop_due, served_max, no_request, loop_ready, preempted, skipped }: why awake waits ended, and turns that skipped theirs. */
+napi_value hf_wait_ends(napi_env env, napi_callback_info info) {
+  (void)info;
+  return hf_counts(env, wait_end_names, wait_ends, END_N);
 }
 
 static int fd_is_open_before[4096];

@@ -200,13 +200,13 @@ async function runDaemon(cfg: MountConfig, level: string, metricsAddr: ListenAdd
       await part();
       await new Promise((resolve) => setImmediate(resolve));
     }
-    const [{ mount, nativeReplies, servedStats }, { MountedHome }, homefsMetrics, { DaemonServices }] = await Promise.all([
+    const [{ mount, nativeReplies, servedStats, waitEnds }, { MountedHome }, homefsMetrics, { DaemonServices }] = await Promise.all([
       import('../fuse/index.js'), import('../home/home.js'), import('../metrics/homefs.js'), import('../daemon/services.js'),
     ]);
     const importedAt = performance.now();
     metrics = new homefsMetrics.HomeMetrics({ org: cfg.org, home: cfg.home, process: true });
     metrics.bindNativeReplies(() => ({ ...nativeReplies() })); // one home per daemon: the process's counts are the home's
-    metrics.bindServed(() => ({ ...servedStats() }));
+    metrics.bindServed(() => ({ ...servedStats() }), () => waitEnds());
     for (const op of early.splice(0)) metrics.storeRetries.inc({ op });
     const logPath = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir).log;
     services = await DaemonServices.start({ metrics, log, logPath, metricsAddr, what: `${cfg.org}/${cfg.home} at ${cfg.mountpoint}` });

@@ -105,3 +105,8 @@ export function nativeReplies(): NativeReplies {
 export function servedStats(): { awake: number; woken: number } {
   return loadAddon().servedStats();
 }
+
+/** Why the awake waits ended: loop_due, served_max, no_request, loop_ready, preempted; and turns that skipped theirs (skipped). */
+export function waitEnds(): Record<string, number> {
+  return loadAddon().waitEnds();
+}

@@ -44,6 +44,8 @@ export interface NativeAddon {
   nativeReplies(): NativeReplies;
   /** Requests this process served in the awake wait for the next request (`awake`), and after a wake-up of the loop (`woken`). */
   servedStats(): { awake: number; woken: number };
+  /** Why this process's awake waits ended, and the turns that skipped theirs (native/src/session.c `wait_end_names`). */
+  waitEnds(): Record<string, number>;
   /** FUSE passthrough (native/src/passthrough.c): a backing file's id (> 0) or -errno; closing one: 0 or -errno. */
   backingOpen(s: NativeSession, fd: number): number;
   backingClose(s: NativeSession, id: number): number;

@@ -58,10 +58,12 @@ export class HomeMetrics {
   readonly dirtyBytes: Gauge;
   readonly nativeReplies: Counter<'op'>;
   readonly served: Counter<'where'>;
+  readonly waitEnds: Counter<'why'>;
   private dirtySource: (() => number) | undefined;
   private protectionSource: (() => ProtectionMetrics | undefined) | undefined;
   private nativeSource: (() => Record<string, number>) | undefined;
   private servedSource: (() => Record<string, number>) | undefined;
+  private waitEndsSource: (() => Record<string, number>) | undefined;
 
   constructor(opts: HomeMetricsOptions = {}) {
     const registers = [this.registry];
@@ -100,6 +102,7 @@ export class HomeMetrics {
       });
     this.nativeReplies = counted('homefs_fuse_native_replies_total', 'FUSE requests the binding answered without entering JS, by op (getxattr, listxattr of inodes known to have no xattrs); not counted in homefs_fuse_ops_total', 'op', () => this.nativeSource?.());
     this.served = counted('homefs_fuse_served_total', 'FUSE requests served by the binding, by where: in the awake wait for the next request (awake), or after a wake-up of the event loop (woken)', 'where', () => this.servedSource?.());
+    this.waitEnds = counted('homefs_fuse_awake_wait_ends_total', 'why the awake waits for the next FUSE request ended (loop_due, served_max, no_request, loop_ready, preempted), and turns that skipped theirs after a preemption (skipped)', 'why', () => this.waitEndsSource?.());
     const prot = (): ProtectionMetrics | undefined => this.protectionSource?.();
     const gauge = (name: string, help: string, pick: (p: ProtectionMetrics) => number): void => {
       new Gauge({
@@ -140,9 +143,10 @@ export class HomeMetrics {
     this.nativeSource = source;
   }
 
-  /** Where `homefs_fuse_served_total` is read from, at scrape time (the binding's counters, once mounted). */
-  bindServed(source: () => Record<string, number>): void {
-    this.servedSource = source;
+  /** Where `homefs_fuse_served_total` and `homefs_fuse_awake_wait_ends_total` are read from, at scrape time (the binding's counters, once mounted). */
+  bindServed(served: () => Record<string, number>, waitEnds?: () => Record<string, number>): void {
+    this.servedSource = served;
+    this.waitEndsSource = waitEnds;
   }
 
   /** The meters MeteredStore (store/metered.ts) reports to. */

@@ -13,7 +13,7 @@
  * setting BEHIND_WRITE / BEHIND_UNLINK changes things behind the kernel and sends invalidations.
  */
 import type { Attr, DirEntry, DirPlusEntry, Entry, Ops, Req, Session, SetAttr } from '../../src/fuse/types.js';
-import { servedStats, writeBufferStats } from '../../src/fuse/index.js';
+import { servedStats, waitEnds, writeBufferStats } from '../../src/fuse/index.js';
 import { constants as os } from 'node:os';
 
 const E = os.errno;
@@ -401,7 +401,7 @@ export class MemFs implements Ops {
     const n = this.node(req, ino);
     if (!n) return;
     const v = ino === 1 && name === STATS_XATTR
-      ? Buffer.from(JSON.stringify({ ...this.stats, liveInodes: this.nodes.size, lastInval: this.lastInval, writeBuffers: writeBufferStats(), served: servedStats() }))
+      ? Buffer.from(JSON.stringify({ ...this.stats, liveInodes: this.nodes.size, lastInval: this.lastInval, writeBuffers: writeBufferStats(), served: servedStats(), waitEnds: waitEnds() }))
       : n.xattrs.get(name);
     if (!v) return this.r.err(req, E.ENODATA);
     if (size === 0) return this.r.xattrSize(req, v.length);
