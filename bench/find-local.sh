@@ -7,7 +7,7 @@
 #   node -e "import('./dist/bench/lib/agenthome.js').then((m) => m.agentHome('/var/tmp/big/home', 8, 'big'))"
 #   bin/homefs push /var/tmp/big/home acme/big --store file:///var/tmp/big/store).
 # Mounts from new state and cache directories named after RUN, times `find | wc -l` cold and warm with
-# the daemon's CPU time (and the warm one's FUSE requests by op), then `grep -r` through GREP_DIR (default projects/app/src: the sources of one repo, as the resume of bench/run greps), prints what its
+# the daemon's CPU time and FUSE requests by op, then `grep -r` through GREP_DIR (default projects/app/src: the sources of one repo, as the resume of bench/run greps), prints what its
 # cache directory holds, sleeps the mount, and prints the daemon's peak RSS through all of it (VmHWM, read
 # until the daemon exits; SEMI=N runs the daemon with V8's --max-semi-space-size=N instead of bin/homefs's own
 # flags; MOUNT_ARGS adds mount flags, e.g. MOUNT_ARGS='--max-records 0'); then removes the home's hot-set record and wake pack (forget-hints), so the
@@ -37,10 +37,12 @@ a, b = parse(sys.argv[1]), parse(sys.argv[2])
 print(' '.join(f'{k} {int(v - a.get(k, 0))}' for k, v in sorted(b.items()) if v - a.get(k, 0) > 0) or 'none')
 PY
 }
+bin/homefs status --metrics $M > $WORK/ops0-$N
 c0=$(cpu); a=$(python3 -c 'import time; print(time.monotonic())')
 n=$(find $M | wc -l)
 b=$(python3 -c 'import time; print(time.monotonic())'); c1=$(cpu)
-echo "cold find $(echo "$b-$a"|bc) s entries $n daemon-cpu $(echo "$c1-$c0"|bc) from $a to $b"
+bin/homefs status --metrics $M > $WORK/ops1-$N
+echo "cold find $(echo "$b-$a"|bc) s entries $n daemon-cpu $(echo "$c1-$c0"|bc) from $a to $b requests $(ops $WORK/ops0-$N $WORK/ops1-$N)"
 cold_from=$a; cold_to=$b
 bin/homefs status --metrics $M > $WORK/ops0-$N
 c0=$(cpu); a=$(python3 -c 'import time; print(time.monotonic())')
