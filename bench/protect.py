@@ -4,7 +4,7 @@
   bench/protect.py [--rtt 0,20] [--rounds 1] [--only tar,npmci,clone,create] [--variant NAME=FLAGS ...]
                    [--pause S] [--work /var/tmp/homefs-protect-bench]
 
-For each RTT, round and row, every variant runs once in turn on a fresh home (its own bucket prefix,
+For each RTT, round and row, every variant runs once in turn (each round starting one variant further on) on a fresh home (its own bucket prefix,
 state and cache): the default variants are `off` (--no-write-behind --protect-interval 0: what homefs did
 before write-behind) and `on` (the defaults); FLAGS may start with `@PATH` to run another build's bin/homefs
 (e.g. `before=@/var/tmp/before/bin/homefs`). Each row times the foreground workload, then the write +
@@ -127,7 +127,8 @@ def main():
         try:
             for rnd in range(a.rounds):
                 for row in rows:
-                    for name, flags in variants:
+                    # Each round starts one variant further on: a run pays for the store's work left by the one before it.
+                    for name, flags in variants[rnd % len(variants):] + variants[:rnd % len(variants)]:
                         prefix = f'bench-protect-{int(time.time())}-{os.getpid()}-{name}-{row}-{rtt}-{rnd}'
                         store = f's3://homefs-test/{prefix}?endpoint=http://127.0.0.1:{port}&region=us-east-1&pathStyle=true'
                         r = run_row(row, flags, store, a.work, tarball, fx, env, a.pause)
