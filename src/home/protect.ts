@@ -4,7 +4,10 @@
  * changed since the last seal (as an fsync does; write-behind has usually stored the blocks already, so
  * the segment carries trees and the tail), and seals instead when a segment cannot hold it. A run starts
  * once the oldest change no segment or seal holds is a third of an interval old, so it lands within the
- * interval; none starts while nothing changed, so a parked home costs no requests.
+ * interval; none starts while nothing changed, so a parked home costs no requests. Foreground first: while
+ * the foreground is busy (`busy`: FUSE requests flowing, home/foreground.ts) a run waits until that change
+ * is two thirds of an interval old, since a run reads and inlines what write-behind has not stored (held
+ * back meanwhile) on the thread that serves the requests; a burst shorter than that pays nothing for it.
  *
  * Changes are counted by the journal (`Journal.mutations`); every segment and seal that lands tells
  * `covered` the count it captured from. Under the kernel's writeback cache, written bytes may still sit
@@ -22,6 +25,8 @@ export interface ProtectionDeps {
   /** Everything changed, into a log segment; false when it needs a seal. */
   segment(): Promise<boolean>;
   seal(): Promise<unknown>;
+  /** The foreground is busy (home/foreground.ts): runs wait longer (see the module comment). */
+  busy?(): boolean;
   log: Logger;
   now?: () => number;
 }
@@ -102,9 +107,11 @@ export class Protection {
       this.deps.log.warn({ op: 'protect', oldestMs: age, intervalMs: this.intervalMs }, 'changes older than the protection interval are not in the store yet');
     }
     if (this.running) return;
-    // A third of the interval to see what the kernel holds, a third until the run, a third for the run.
-    const due = age >= this.intervalMs / 3;
-    const flush = active && t - this.lastFlush >= this.intervalMs / 3;
+    // A third of the interval to see what the kernel holds, a third until the run, a third for the run;
+    // while the foreground is busy, both wait until two thirds (the tick's second and the run fit in the last).
+    const wait = this.deps.busy?.() ? (2 * this.intervalMs) / 3 : this.intervalMs / 3;
+    const due = age >= wait;
+    const flush = active && t - this.lastFlush >= wait;
     if (!due && !flush) return;
     this.running = this.run(flush).finally(() => {
       this.running = null;

@@ -82,6 +82,7 @@ export abstract class RunningHome extends HomeCommits {
         flushKernel: () => this.flushKernel(),
         segment: async () => (await this.segmenter.request('protect')) === 'whole',
         seal: () => this.backgroundSeal('protect'),
+        busy: () => this.foreground.busy(),
         log: this.log,
       }, interval);
     }
