@@ -14,7 +14,8 @@ workload. `--pause S` waits S seconds before the sleep instead (an agent between
 fixture, --offline); clone = git clone --no-hardlinks of a 20,000-file repository (fixture); create =
 10,000 files of 100 bytes from one process. Each home gets a HEAD first (the fsync of a seed file), as a
 home that exists has. Prints one line per measurement and a table of medians with
-each variant's ratio to the first.
+each variant's ratio to the first. PROF=DIR: each daemon runs under `node --cpu-prof` (profiles in DIR, written
+at the sleep), and the foreground step's window is printed for dist/bench/lib/tools/cpuwindow.js.
 """
 import argparse
 import os
@@ -85,10 +86,15 @@ def run_row(row, flags, store, work, tarball, fx, env, pause=0.0):
     for d in (state, cache):
         shutil.rmtree(d, ignore_errors=True)
     os.makedirs(mnt, exist_ok=True)
-    sh(homefs, 'mount', 'acme/protect', mnt, '--store', store, '--state-dir', state, '--cache-dir', cache, *flags, env=env, stdout=subprocess.DEVNULL)
+    prof = os.environ.get('PROF')
+    menv = {**env, 'NODE_OPTIONS': f'--cpu-prof --cpu-prof-dir={prof}'} if prof else env
+    sh(homefs, 'mount', 'acme/protect', mnt, '--store', store, '--state-dir', state, '--cache-dir', cache, *flags, env=menv, stdout=subprocess.DEVNULL)
     try:
         fsync_small(f'{mnt}/seed.txt')  # a home that exists: its first fsync seals (the log follows a HEAD)
+        t0 = time.monotonic()
         out = {'fg': foreground(row, mnt, tarball, fx)}
+        if prof:
+            print(f'  foreground window (monotonic, for cpuwindow.js): {t0:.3f} {time.monotonic():.3f}', flush=True)
         out['fsync'] = timed(lambda: fsync_small(f'{mnt}/note.txt'))
         if row == 'tar':
             os.makedirs(f'{mnt}/again')
