@@ -4,9 +4,9 @@
   bench/protect.py [--rtt 0,20] [--rounds 1] [--only tar,npmci,clone,create] [--variant NAME=FLAGS ...]
                    [--pause S] [--work /var/tmp/homefs-protect-bench]
 
-For each RTT, round and row, every variant runs once in turn (each round starting one variant further on) on a fresh home (its own bucket prefix,
-state and cache): the default variants are `off` (--no-write-behind --protect-interval 0: what homefs did
-before write-behind) and `on` (the defaults); FLAGS may start with `@PATH` to run another build's bin/homefs
+For each RTT, round and row, every variant runs once in turn (each round starting one variant further
+on) on a fresh home (its own bucket prefix, state and cache): the default variants are `off`
+(--no-write-behind --protect-interval 0: what homefs did before write-behind) and `on` (the defaults); FLAGS may start with `@PATH` to run another build's bin/homefs
 (e.g. `before=@/var/tmp/before/bin/homefs`). Each row times the foreground workload, then the write +
 fsync of a 50-byte file right after it (`fsync`), and, for tar, a second `tar x` into another directory
 followed by `homefs sleep` right after it (`sleep`); other rows time `homefs sleep` right after the

@@ -5,8 +5,9 @@
                      [--work /var/tmp/wp-bench]
                      [--reference DIR [--reference-modes passthrough,writeback]]
 
-Each round runs every system once, in turn (each round starting one system further on), so that all of them see the same minutes of a shared, loaded
-machine; the table shows medians and each system's ratio to native, with the load average. Rows:
+Each round runs every system once, in turn (each round starting one system further on), so that all of
+them see the same minutes of a shared, loaded machine; the table shows medians and each system's ratio
+to native, with the load average. Rows:
 tar x of /usr/include (page cache dropped first), dd 512 MiB of random data + fsync, create / stat /
 delete 10,000 files from one process, 50 x (write 4 KiB + fsync); and (not in the default set: --only)
 tar x of the tools scenario's 5,000 small files (page cache dropped first), git clone of a 20,000-file
