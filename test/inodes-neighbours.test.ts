@@ -43,13 +43,18 @@ function addDir(j: Journal, ino: number, parent: number, name: string, extra: Pa
   j.setChild(parent, name, ino);
 }
 
+/** The root: no parent, no name. */
+function addRoot(j: Journal): void {
+  j.put({ ...node(1, 0, { kind: 'dir', mode: 0o755, nlink: 2, loaded: true }), parents: [] });
+}
+
 function fileEntry(name: string, hash: string, size: number): TreeEntry {
   return { name, kind: 'file', mode: 0o644, uid: 0, gid: 0, size, mtimeNs: 1n, ctimeNs: 1n, blocks: [hash] };
 }
 
 test('the second cold read in a directory prefetches its other small files, once, in order and within budget', async () => {
   await withJournal(async (j) => {
-    addDir(j, 1, 0, 'root');
+    addRoot(j);
     addDir(j, 2, 1, 'src');
     addFile(j, 10, 2, 'a', h('a'), 100);
     addFile(j, 11, 2, 'b', h('b'), 100);
@@ -76,7 +81,7 @@ test('the second cold read in a directory prefetches its other small files, once
 
 test('two prefetched subdirectories move the prefetch up to their parent\'s subtree, loaded or not', async () => {
   await withJournal(async (j) => {
-    addDir(j, 1, 0, 'root');
+    addRoot(j);
     addDir(j, 2, 1, 'repo');
     addDir(j, 3, 2, 'a');
     addDir(j, 4, 2, 'b');

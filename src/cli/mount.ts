@@ -240,6 +240,7 @@ async function runDaemon(cfg: MountConfig, level: string, metricsAddr: ListenAdd
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGHUP', () => undefined);
   await reportToParent({ ready: true, mounted: `${cfg.org}/${cfg.home} at ${cfg.mountpoint}` });
+  metrics.startProcessMetrics(); // (not on the mount's way: metrics/homefs.ts)
 }
 
 export function register(program: Command): void {

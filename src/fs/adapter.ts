@@ -18,7 +18,7 @@ import type { UpperFiles } from '../inodes/upper.js';
 import { NeedsLoad, type HomeView } from '../inodes/view.js';
 import { Xattrs } from '../inodes/xattrs.js';
 import { CorruptObjectError, FormatError, NotFoundError, StoreUnavailableError } from '../util/errors.js';
-import { attrOf, entryOf, kindOfMode, toNs, type Timeouts } from './attr.js';
+import { attrOf, entryOf, kindOfMode, modeOf, toNs, type Timeouts } from './attr.js';
 import { Listings } from './listings.js';
 import { PassthroughOpens } from './passthrough.js';
 import { allLocal } from '../inodes/filestate.js';
@@ -500,7 +500,7 @@ export class FuseAdapter {
         if (!dot(name) && !bare(name, node)) this.view.ref(node.ino);
       }
     } else {
-      this.s.dir(req, size, slice.map(({ name, node, off }) => ({ name, ino: node.ino, mode: attrOf(node).mode, off })));
+      this.s.dir(req, size, slice.map(({ name, node, off }) => ({ name, ino: node.ino, mode: modeOf(node), off })));
     }
   }
 

@@ -25,13 +25,22 @@ export function kindOfMode(mode: number): EntryKind | undefined {
 
 const NS = 1_000_000_000n;
 
+/** The file type and permission bits of `i`, as st_mode. */
+export function modeOf(i: Inode): number {
+  return TYPE_BITS[i.kind] | i.mode;
+}
+
 export function attrOf(i: Inode): Attr {
+  // A record loaded from a tree has one time for all three, and most others two: each distinct time is
+  // split once (BigInt division allocates, and a first `find` makes an attribute per entry).
+  const a = i.atimeNs, m = i.mtimeNs, c = i.ctimeNs;
+  const mSec = Number(m / NS), mNsec = Number(m % NS);
+  const aSec = a === m ? mSec : Number(a / NS), aNsec = a === m ? mNsec : Number(a % NS);
+  const cSec = c === m ? mSec : Number(c / NS), cNsec = c === m ? mNsec : Number(c % NS);
   return {
     ino: i.ino, mode: TYPE_BITS[i.kind] | i.mode, nlink: i.nlink, uid: i.uid, gid: i.gid, rdev: i.rdev ?? 0,
     size: i.size, blocks: Math.ceil(i.size / 512), blksize: 65536,
-    atimeSec: Number(i.atimeNs / NS), atimeNsec: Number(i.atimeNs % NS),
-    mtimeSec: Number(i.mtimeNs / NS), mtimeNsec: Number(i.mtimeNs % NS),
-    ctimeSec: Number(i.ctimeNs / NS), ctimeNsec: Number(i.ctimeNs % NS),
+    atimeSec: aSec, atimeNsec: aNsec, mtimeSec: mSec, mtimeNsec: mNsec, ctimeSec: cSec, ctimeNsec: cNsec,
   };
 }
 

@@ -33,6 +33,7 @@ import { ROOT_INO } from './types.js';
 import { RedoLog, type RedoWrite } from './redolog.js';
 import { hashBuffer } from '../hash/blake3.js';
 import { CREATED_INO_BASE, createdIno, DERIVED_INO_BASE, HALF_SPAN, isPortableIno, PUSHED_INO_BASE } from '../model/inos.js';
+import { InoTable } from '../util/inomap.js';
 
 /** The derived range (model/inos.ts): [2^40, 2^52). */
 const STABLE_INO_SPAN = PUSHED_INO_BASE - DERIVED_INO_BASE;
@@ -96,8 +97,8 @@ export class Journal {
   private readonly changedDb: Database<number, number>;
   private readonly linksDb: Database<number, number>;
   private readonly metaDb: Database<unknown, string>;
-  private readonly inodes = new Map<number, Inode>();
-  private readonly dirs = new Map<number, Map<string, number>>();
+  private readonly inodes = new InoTable<Inode>();
+  private readonly dirs = new InoTable<Map<string, number>>();
   private readonly changed = new Map<number, number>();
   private depth = 0;
   private seq = 0;
@@ -531,10 +532,10 @@ export class Journal {
    * entry the same way on every host: its parent's number and its name, or its hard-link id), else the
    * counter's. A number in use is never handed out again (so no two inodes of a mount share one).
    */
-  allocIno(stable?: string, recorded?: number): number {
+  allocIno(stable?: string | (() => string), recorded?: number): number {
     if (recorded !== undefined && isPortableIno(recorded) && this.get(recorded) === undefined) return recorded;
     if (stable !== undefined) {
-      const ino = stableIno(stable);
+      const ino = stableIno(typeof stable === 'string' ? stable : stable());
       if (this.get(ino) === undefined) return ino;
     }
     return this.counterIno();

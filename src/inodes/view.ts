@@ -14,7 +14,7 @@ import { cleanContent, emptyContent } from './filestate.js';
 import { childKey, type Journal } from './journal.js';
 import { ROOT_INO, type Inode } from './types.js';
 import { DERIVED_INO_BASE } from '../model/inos.js';
-import { InoMap } from '../util/inomap.js';
+import { InoMap, InoTable } from '../util/inomap.js';
 import { LoadTrimmer, type TrimHooks, type TrimOptions } from './trim.js';
 
 export interface TreeSource {
@@ -46,22 +46,22 @@ function checkName(name: string): void {
 export class HomeView {
   private readonly loading = new SingleFlight<number, void>();
   /** Lookup references the kernel holds per inode (forget releases them). */
-  private readonly lookups = new Map<number, number>();
+  private readonly lookups = new InoMap();
   /** Open handles per inode. */
-  private readonly opens = new Map<number, number>();
+  private readonly opens = new InoMap();
   /**
    * Entries whose records left memory with their directory's load (trim.ts) while the kernel still holds
    * them, or holds something below them: each one's directory. A request about one brings it back (`restore`).
    */
   private readonly remembered = new InoMap();
   /** Per directory, how many of its entries are remembered. */
-  private readonly rememberedIn = new Map<number, number>();
+  private readonly rememberedIn = new InoMap();
   /**
    * The records of remembered directories, for their attributes only (`attrs`): a walk that comes back
    * stats every directory it read (the kernel takes a listing it read itself to have moved the atime), and
    * nothing changes a directory's record before a request brings it back.
    */
-  private readonly rememberedDirs = new Map<number, Inode>();
+  private readonly rememberedDirs = new InoTable<Inode>();
   /** Called, inside the transaction that removes it, when an unlinked inode is finally released. */
   onReclaim: (node: Inode) => void = () => undefined;
   /** The last open handle of `ino` was closed (write-behind then counts the file quiet sooner). */
@@ -223,7 +223,7 @@ export class HomeView {
           const other = this.get(ino);
           this.journal.update(ino, { parents: [...other.parents, d.ino] });
         } else {
-          ino = this.journal.allocIno(e.link !== undefined ? `link:${e.link}` : childKey(d.ino, e.name), e.ino);
+          ino = this.journal.allocIno(e.link !== undefined ? `link:${e.link}` : () => childKey(d.ino, e.name), e.ino); // (the key only when the tree records no number)
           this.journal.put(inodeFromEntry(ino, e, d.ino));
           if (e.link !== undefined) this.journal.setLinkIno(e.link, ino);
         }
