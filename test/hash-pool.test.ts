@@ -1,12 +1,20 @@
 /**
- * HashPool: worker-thread hashes equal the inline ones, the bytes come back intact (transferred, or copied
- * for views into a larger buffer), small buffers stay inline, and a closed pool refuses work.
+ * hashBuffer gives BLAKE3-256's reference digests. HashPool: worker-thread hashes (the binding's Buffer digest)
+ * equal the inline ones (its string digest, recoded), the bytes come back intact (transferred, or copied for
+ * views into a larger buffer), small buffers stay inline, and a closed pool refuses work.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { hashBuffer } from '../src/hash/blake3.js';
 import { HashPool } from '../src/hash/pool.js';
+
+test('hashBuffer: the reference digests, for a Buffer and for a view of another array', () => {
+  assert.equal(hashBuffer(Buffer.alloc(0)), 'af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262');
+  assert.equal(hashBuffer(Buffer.from('abc')), '6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85');
+  const u = new Uint8Array([0, 97, 98, 99, 0]).subarray(1, 4);
+  assert.equal(hashBuffer(u), '6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85');
+});
 
 test('worker hashes equal inline hashes and the bytes come back', async () => {
   const pool = new HashPool({ threads: 2, inlineBelow: 1024 });
