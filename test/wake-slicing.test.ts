@@ -31,37 +31,6 @@ test('a slicer resolves at once within its slice and after a turn of the loop on
   assert.equal(used.yields, 1);
 });
 
-test('callers of one slicer share one slice per turn of the loop', async () => {
-  // A fake clock: each item of work takes 1 ms; four chains of 20 items each pause between items.
-  let clock = 0;
-  const slicer = new TimeSlicer(4, () => clock);
-  let turns = 0;
-  let perTurn = 0;
-  let mostPerTurn = 0;
-  let done = false;
-  const turn = (): void => {
-    mostPerTurn = Math.max(mostPerTurn, perTurn);
-    perTurn = 0;
-    turns++;
-    if (!done) setImmediate(turn);
-  };
-  setImmediate(turn);
-  const chain = async (): Promise<void> => {
-    for (let i = 0; i < 20; i++) {
-      await slicer.pause();
-      clock += 1;
-      perTurn += 1;
-    }
-  };
-  await Promise.all([chain(), chain(), chain(), chain()]);
-  done = true;
-  mostPerTurn = Math.max(mostPerTurn, perTurn);
-  // One slice (4 ms) per turn, plus the one item each released caller does before it asks again: at most
-  // 4 + 3. A slice per caller would be 4 × 4 = 16 ms of work in one turn.
-  assert.ok(mostPerTurn <= 7, `at most one slice (and one item per other caller) per turn, got ${mostPerTurn} ms`);
-  assert.ok(turns >= 10, `the loop turned between slices (${turns} turns)`);
-});
-
 test('a walk over trees already in memory lets the event loop run before it ends', async () => {
   const trees = new Map<string, Buffer>();
   const put = (entries: TreeEntry[]): string => {
