@@ -5,10 +5,13 @@
  * no FUSE request and no socket read is served until it ends (a profiled move at +20 ms had the agent's `cat`
  * wait ~3 s of walk and warm-up; docs/benchmarks.md, "3. Wake and move over a real store").
  *
- * Background work calls `pause()` between items. Within a slice it resolves at once; once the slice (shared
- * by every caller of one slicer, so all background work together gets at most about one slice per turn of
- * the loop) is used up, it resolves after the loop's next turn (setImmediate: after the poll phase, where
- * FUSE requests and socket data are read), and a new slice begins.
+ * Background work calls `pause()` between items. Within a slice it resolves at once; once the slice is used
+ * up, it resolves after the loop's next turn (setImmediate: after the poll phase, where FUSE requests and
+ * socket data are read), and a new slice begins. Each caller that waited resumes in its own callback of that
+ * turn and starts a slice there, so N chains of work waiting on one slicer (a pack's ranges cut at once) take
+ * up to N slices in one turn. One slice per turn shared by all of them was tried: the agent's first `cat`
+ * after a move answered sooner, its `git status` and `grep -r` no sooner (docs/benchmarks.md, "3. Wake and
+ * move over a real store"), so the warm-up keeps its pace.
  */
 export class TimeSlicer {
   private sliceStart = performance.now();
