@@ -8,20 +8,7 @@
  *
  * `from` and `to` are CLOCK_MONOTONIC seconds, as for cpuwindow.js.
  */
-import { readFileSync } from 'node:fs';
-
-interface Node {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-
-interface Profile {
-  nodes: Node[];
-  startTime: number;
-  samples: number[];
-  timeDeltas: number[];
-}
+import { frameName, readProfileTree, type ProfileNode as Node } from './profiletree.js';
 
 interface Run {
   key: string;
@@ -38,11 +25,8 @@ if (!file || fromArg === undefined || toArg === undefined) {
 const from = Number(fromArg) * 1e6;
 const to = Number(toArg) * 1e6;
 const minUs = Number(minArg ?? 15) * 1000;
-const p = JSON.parse(readFileSync(file, 'utf8')) as Profile;
-const byId = new Map(p.nodes.map((n) => [n.id, n]));
-const parent = new Map<number, number>();
-for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-const nameOf = (n: Node): string => `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/^.*\/(dist|node_modules)\//, '$1/')}:${n.callFrame.lineNumber + 1}`;
+const { profile: p, byId, parent } = readProfileTree(file);
+const nameOf = frameName;
 const stack = (id: number): Node[] => {
   const out: Node[] = [];
   for (let c: number | undefined = id; c !== undefined; c = parent.get(c)) out.push(byId.get(c) as Node);

@@ -9,20 +9,7 @@
  * `from` and `to` are CLOCK_MONOTONIC seconds (what V8 stamps profiles with on Linux; in bash
  * `python3 -c 'import time; print(time.monotonic())'` around the command to measure).
  */
-import { readFileSync } from 'node:fs';
-
-interface Node {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-
-interface Profile {
-  nodes: Node[];
-  startTime: number;
-  samples: number[];
-  timeDeltas: number[];
-}
+import { frameName, readProfileTree, type ProfileNode as Node } from './profiletree.js';
 
 const [file, fromArg, toArg, topArg] = process.argv.slice(2);
 if (!file || fromArg === undefined || toArg === undefined) {
@@ -32,14 +19,8 @@ if (!file || fromArg === undefined || toArg === undefined) {
 const from = Number(fromArg) * 1e6;
 const to = Number(toArg) * 1e6;
 const top = Number(topArg ?? 30);
-const p = JSON.parse(readFileSync(file, 'utf8')) as Profile;
-const byId = new Map(p.nodes.map((n) => [n.id, n]));
-const parent = new Map<number, number>();
-for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-const nameOf = (n: Node): string => {
-  const short = n.callFrame.url.replace(/^.*\/(dist|node_modules)\//, '$1/').replace(/^file:\/\//, '');
-  return `${n.callFrame.functionName || '(anonymous)'} ${short}:${n.callFrame.lineNumber + 1}`;
-};
+const { profile: p, byId, parent } = readProfileTree(file);
+const nameOf = frameName;
 const idle = (n: Node): boolean => n.callFrame.functionName === '(idle)';
 const SLICES = 10;
 const slice = (to - from) / SLICES;
