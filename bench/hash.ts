@@ -2,11 +2,13 @@
  * Hashing benchmark (not a test): BLAKE3 throughput of @napi-rs/blake-hash on one 256 MiB buffer, one-shot
  * and streaming (1 MiB updates), per 4 MiB block (what push does), and in a worker thread including the
  * transfer of the block; plus hash-wasm when it happens to be installed, and node's SHA-256 as a yardstick.
- * The figures go into docs/decisions/0002-blake3-hashing.md.
+ * Then the cost of one call on small objects (2 KiB, what a wake verifies by the ten thousand): the binding's
+ * Buffer digest, its string digest, and hashBuffer. The figures go into docs/decisions/0002-blake3-hashing.md.
  *
  * Run: npx tsc -p . && node dist/bench/hash.js [MiB=256] [rounds=5]
  */
-import { blake3, Blake3Hasher } from '@napi-rs/blake-hash';
+import { blake3, Blake3Hasher, blake3UrlSafeBase64 } from '@napi-rs/blake-hash';
+import { hashBuffer } from '../src/hash/blake3.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 
@@ -69,3 +71,21 @@ try {
   console.log('hash-wasm                                    not installed (set HASH_WASM=/path/to/hash-wasm/dist/index.esm.js to compare)');
 }
 await measure('node crypto sha256 (yardstick)', () => createHash('sha256').update(data).digest());
+
+// One call on small objects: µs per call, median of `rounds` passes over 2,000 buffers of 2 KiB.
+const small = Array.from({ length: 2000 }, () => randomBytes(2048));
+function perCall(name: string, fn: (b: Buffer) => unknown): void {
+  for (const b of small) fn(b); // warm-up
+  const times: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const t0 = performance.now();
+    for (const b of small) fn(b);
+    times.push(((performance.now() - t0) * 1000) / small.length);
+  }
+  times.sort((a, b) => a - b);
+  console.log(`${name.padEnd(44)} median ${(times[Math.floor(times.length / 2)] as number).toFixed(2)} µs a call (2 KiB)`);
+}
+perCall('napi blake3() to hex', (b) => blake3(b).toString('hex'));
+perCall('napi blake3UrlSafeBase64()', (b) => blake3UrlSafeBase64(b));
+perCall('hashBuffer (the string recoded to hex)', (b) => hashBuffer(b));
+

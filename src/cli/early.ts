@@ -62,8 +62,8 @@ export const HUGE_PAGES_TUNABLE = 'glibc.malloc.hugetlb=1';
 /**
  * The daemon's environment: `env` with glibc's malloc set to ask for transparent huge pages where the host
  * leaves them to each process (`madvise`), unless GLIBC_TUNABLES already says how (`glibc.malloc.hugetlb`).
- * A first touch of fresh memory cost 4.3 ms per MiB in 4 KiB page faults on this project's VM, 0.1 ms in
- * huge pages, and a wake fills tens of MiB of fresh buffers with what the store sends.
+ * A first touch of fresh memory cost 3.2 ms per MiB in 4 KiB page faults on this project's VM, 0.2-1.7 ms
+ * with huge pages (bench/firsttouch.ts), and a wake fills tens of MiB of fresh buffers with what the store sends.
  */
 export function daemonEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const tunables = env.GLIBC_TUNABLES ?? '';
