@@ -15,7 +15,9 @@
 # recorded); HOMEFS=<a build's bin/homefs> mounts with another build (A/B, alternating by hand); WAIT=N
 # waits N s after the mount returns and times the resume from then: what serving costs once the warm-up has
 # brought everything in; PROF=DIR writes the daemon's CPU profile there (dist/bench/lib/tools/cpuwindow.js reads
-# a window of it: each step prints its start on CLOCK_MONOTONIC).
+# a window of it: each step prints its start on CLOCK_MONOTONIC); FTRACE=1 (root, a kernel with the fuse
+# tracepoints) prints the FUSE requests of each client process as the kernel saw them during each step,
+# waiting included, and each request of the first `cat` (bench/fusetrace.py; the trace is kept in $W).
 # SRC defaults to /var/tmp/big/home (see bench/find-local.sh for how to make it); WORK to /var/tmp/s8. The
 # Ceph keeps running afterwards (its state is in $HOMEFS_CEPH_DIR, default /var/tmp/bsceph): stop it with
 # `HOMEFS_CEPH_DIR=/var/tmp/bsceph test/support/ceph.sh stop`. A second run reuses the pushed home while the
@@ -44,14 +46,31 @@ URL=$(echo "$URL0" | sed -E "s|endpoint=http://[^&]*|endpoint=http://127.0.0.1:$
 M=$W/mnt; mkdir -p "$M"
 now() { python3 -c 'import time; print(time.monotonic())'; }
 since() { echo "$(now) - $1" | bc; }
+TR=/sys/kernel/tracing
+ftrace_on() {
+  [ "${FTRACE:-0}" = 1 ] || return 0
+  TRCLOCK=$(sed -E 's/.*\[([a-z0-9_-]+)\].*/\1/' $TR/trace_clock); TRKB=$(cat $TR/buffer_size_kb)
+  echo 0 > $TR/tracing_on; echo mono > $TR/trace_clock; echo 32768 > $TR/buffer_size_kb; echo > $TR/trace
+  echo 1 > $TR/events/fuse/fuse_request_send/enable; echo 1 > $TR/events/fuse/fuse_request_end/enable; echo 1 > $TR/tracing_on
+}
+ftrace_off() { # step name, its start (Unix seconds)
+  [ "${FTRACE:-0}" = 1 ] || return 0
+  echo 0 > $TR/tracing_on; cp $TR/trace "$W/$1.ftrace"
+  echo 0 > $TR/events/fuse/fuse_request_send/enable; echo 0 > $TR/events/fuse/fuse_request_end/enable
+  echo "$TRCLOCK" > $TR/trace_clock; echo "$TRKB" > $TR/buffer_size_kb; echo > $TR/trace # (as they were)
+  bench/fusetrace.py "$W/$1.ftrace" "$2" 60 cat | sed 's/^/  ftrace: /'
+}
 step() { # name, function
-  local n=$1 t0 pid
+  local n=$1 t0 pid unix0
   rm -rf "$W/state-$n" "$W/cache-$n"; sync; echo 3 > /proc/sys/vm/drop_caches
+  ftrace_on
+  unix0=$(date +%s.%N)
   t0=$(now)
   ${PROF:+env NODE_OPTIONS=--cpu-prof\ --cpu-prof-dir=$PROF} $HOMEFS mount acme/big "$M" --store "$URL" --state-dir "$W/state-$n" --cache-dir "$W/cache-$n" > /dev/null || { echo "$n: mount failed"; return 1; }
   echo "$n (+$RTT ms): mount returns $(since "$t0") s (started at $t0)"
   if [ -n "${WAIT:-}" ]; then sleep "$WAIT"; t0=$(now); echo "  (timed from $WAIT s after the mount)"; fi
   "$2" "$t0"
+  ftrace_off "$n" "$unix0"
   pid=$($HOMEFS status "$M" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
   [ "$n" = move ] && report
   echo "  daemon peak RSS: $(grep VmHWM /proc/"$pid"/status | awk '{print $2, $3}')"
