@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The local write path side by side: native ext4, bindfs, the reference C FUSE server and homefs builds, interleaved.
 
-  bench/writepath.py [--rounds 3] [--homefs NAME=DIR ...] [--homefs-flags NAME=FLAGS ...] [--only ROW,...]
+  bench/writepath.py [--rounds 3] [--homefs NAME=DIR ...] [--homefs-flags NAME=FLAGS ...]
+                     [--homefs-env NAME=VAR=VALUE ...] [--only ROW,...]
                      [--work /var/tmp/wp-bench]
                      [--reference DIR [--reference-modes passthrough,writeback]]
 
@@ -137,8 +138,9 @@ def unmount(mnt):
 
 
 class System:
-    def __init__(self, name, work, homefs_dir=None, reference=None, flags=()):
+    def __init__(self, name, work, homefs_dir=None, reference=None, flags=(), env=None):
         self.name, self.work, self.homefs_dir, self.flags = name, os.path.join(work, name), homefs_dir, list(flags)
+        self.env = dict(env or {})  # more environment for the daemon (e.g. GLIBC_TUNABLES)
         self.reference, self.proc, self.ref_mounted = reference, None, False  # reference: (DIR, MODE)
 
     def ref(self, *args):
@@ -177,7 +179,7 @@ class System:
             os.makedirs(store)
             self.dir = os.path.join(self.work, 'mnt')
             os.makedirs(self.dir)
-            env = dict(os.environ, HOMEFS_STORE=f'file://{store}')
+            env = dict(os.environ, HOMEFS_STORE=f'file://{store}', **self.env)
             cli = os.path.join(self.homefs_dir, 'dist', 'src', 'cli', 'main.js')
             self.log = open(os.path.join(self.work, 'daemon.log'), 'w')
             self.proc = subprocess.Popen(['node', cli, 'mount', f'bench/{self.name}', self.dir, '--foreground',
@@ -227,6 +229,10 @@ def main():
     ap.add_argument('--homefs', action='append', default=[], help='NAME=DIR of a built homefs checkout')
     ap.add_argument('--homefs-flags', action='append', default=[], metavar='NAME=FLAGS',
                     help="more `homefs mount` flags for build NAME, e.g. off='--fuse-passthrough off'")
+    ap.add_argument('--homefs-env', action='append', default=[], metavar='NAME=VAR=VALUE',
+                    help='an environment variable for build NAME\'s daemon, e.g. plain=GLIBC_TUNABLES=glibc.malloc.hugetlb=0 '
+                         '(the daemon runs as `node dist/src/cli/main.js mount --foreground`, not through `homefs mount`, '
+                         'which adds glibc.malloc.hugetlb=1)')
     ap.add_argument('--only', help='comma-separated rows: ' + ','.join(ROWS + EXTRA))
     ap.add_argument('--work', default='/var/tmp/wp-bench')
     ap.add_argument('--reference', metavar='DIR', help='folder of the reference C FUSE server (DIR/mount MODE, DIR/mount stop)')
@@ -247,6 +253,10 @@ def main():
         rows = ['create'] + rows  # stat and delete work on the files create made
     builds = [h.split('=', 1) for h in a.homefs] or [['homefs', ROOT]]
     flags = dict(f.split('=', 1) for f in a.homefs_flags)
+    envs = {}
+    for e in a.homefs_env:
+        name, var, value = e.split('=', 2)
+        envs.setdefault(name, {})[var] = value
     os.makedirs(a.work, exist_ok=True)
     fx = fixtures(a.work) if {'tar5k', 'clone', 'npmci'} & set(rows) else None
     tarball, rand = os.path.join(a.work, 'usr-include.tar'), '/dev/shm/wp-bench-random'
@@ -258,7 +268,7 @@ def main():
             for _ in range(512):
                 f.write(os.urandom(1 << 20))
     systems = ([System('native', a.work), System('bindfs', a.work)] + [System(f'ref-{m}', a.work, reference=(a.reference, m)) for m in refs]
-               + [System(n, a.work, d, flags=flags.get(n, '').split()) for n, d in builds])
+               + [System(n, a.work, d, flags=flags.get(n, '').split(), env=envs.get(n)) for n, d in builds])
     width = max(8, *(len(s.name) for s in systems))
     times = {(s.name, r): [] for s in systems for r in rows}
     loads = []
