@@ -1,41 +1,94 @@
 /**
- * A background `homefs mount`, without loading homefs: bin/homefs imports this module first, and for a
- * mount whose daemon runs in the background it spawns the daemon (`homefs mount … --foreground`) at once
- * and waits for it, instead of loading commander and the mount module to check the arguments first. The
- * daemon checks them itself (it always did, with the same code), so the command's Node process does
- * nothing but start, spawn and wait, and the daemon's start no longer shares the machine's cores with the
- * command's imports (docs/decisions/0080-early-daemon.md).
+ * A background `homefs mount` and its daemon: how the daemon reports to the command that started it.
  *
- * The daemon's stdout and stderr are pipes to this process until it has checked its arguments and made its
- * state directory: then it says where its log is (`{ log }`), points stdout and stderr there, and wakes the
- * home. Whatever it printed before (a refused argument, `homefs: …`) is printed here as it was, with its
- * exit code; once the mount is live it sends `{ ready, mounted }`, or `{ error, exitCode }` if the wake
- * failed, and this process prints one line and exits. The daemon runs detached: it outlives this process.
+ * bin/homefs, run as a program, is a bash script: for a background mount it starts the daemon (`homefs
+ * mount … --foreground`) at once, with no Node process of its own, and waits for the daemon's reports on
+ * a pipe whose descriptor number is in HOMEFS_EARLY_DAEMON (docs/decisions/0090-shell-launcher.md). The
+ * daemon checks its arguments itself; until it knows its log, its stdout and stderr are the command's, so a
+ * refused argument reads as it always did. Then it reports one line at a time:
+ *
+ *     log <path>                      where it logs (it then points stdout and stderr there)
+ *     ready <line>                    the mount is live: the command prints <line> and exits 0
+ *     error <code> <line>             the wake failed: the command prints <line> on stderr, exits <code>
+ *
+ * A daemon that exits without `ready` or `error` has the command print why (its exit status, the log's
+ * last error: `lastLoggedError`). `node bin/homefs mount …` (the mount(8) helper, systemd, the tests) runs
+ * the same bash launcher (`mountInBackground`), so there is one protocol and one waiter.
  *
  * This module imports nothing of homefs: it runs before anything else is loaded.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, writeSync } from 'node:fs';
+import { constants as os } from 'node:os';
+import { fileURLToPath } from 'node:url';
 
-/** Tells a daemon that its stdout and stderr are its spawner's pipes until it takes its log file. */
+/** The descriptor of the pipe a daemon reports on, set by bin/homefs for the daemon it starts. */
 export const EARLY_ENV = 'HOMEFS_EARLY_DAEMON';
-
-/** What the daemon tells the command that started it: where it logs, then whether the mount is live. */
-export type DaemonReport =
-  | { log: string }
-  | { ready: true; mounted: string }
-  | { ready?: false; error: string; exitCode: number };
 
 /** util/exit-codes.ts ExitCode.internal, not imported (this module loads nothing of homefs); a test keeps them equal. */
 export const INTERNAL_EXIT = 70;
-const USER_ERROR = 1;
-const UP_WITHIN_MS = 120_000;
+
+const BIN = fileURLToPath(new URL('../../../bin/homefs', import.meta.url));
 
 /** Whether `argv` (without node and the script) asks for a mount whose daemon runs in the background. */
 export function wantsEarlyDaemon(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): boolean {
   if (argv[0] !== 'mount' || env[EARLY_ENV] !== undefined) return false;
   if (env.HOMEFS_STORE === 'false' || env.COVEY_HOME_STORE === 'false') return false;
   return !argv.some((a) => a === '--foreground' || a === '-h' || a === '--help' || a === '--');
+}
+
+/**
+ * `homefs mount <argv…>` in the background, from Node: runs bin/homefs's bash launcher with this Node
+ * binary, its output and error output this process's own. Resolves with its exit code.
+ */
+export function mountInBackground(argv: readonly string[]): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn(BIN, [...argv], { stdio: 'inherit', env: { ...process.env, HOMEFS_NODE: process.execPath } });
+    child.on('error', (e) => {
+      process.stderr.write(`homefs: cannot run ${BIN}: ${e.message}\n`);
+      resolve(1);
+    });
+    child.on('close', (code, signal) => resolve(code ?? 128 + (signal ? os.signals[signal] : 0)));
+  });
+}
+
+/** The daemon's side: its launcher's pipe, taken once (close-on-exec, so no child of the daemon holds it open). */
+let channel: number | null | undefined;
+
+function reportFd(): number | null {
+  if (channel !== undefined) return channel;
+  const v = process.env[EARLY_ENV];
+  delete process.env[EARLY_ENV]; // (not for the daemon's own children)
+  channel = null;
+  if (v !== undefined && /^\d+$/.test(v)) {
+    try {
+      channel = openSync(`/proc/self/fd/${v}`, constants.O_WRONLY); // Node opens with O_CLOEXEC
+      closeSync(Number(v));
+    } catch {
+      channel = null; // no launcher listening: nothing to report to
+    }
+  }
+  return channel;
+}
+
+/** Whether this daemon was started by a launcher that waits for its reports. */
+export function startedByLauncher(): boolean {
+  return reportFd() !== null;
+}
+
+/** One report to the launcher (on one line); `last` closes the pipe. A launcher gone is not an error. */
+export function reportToLauncher(report: string, last: boolean): void {
+  const fd = reportFd();
+  if (fd === null) return;
+  try {
+    writeSync(fd, `${report.replace(/\r?\n/g, ' ')}\n`);
+  } catch {
+    // the launcher has gone (it was killed): the daemon goes on, or exits, as it would have
+  }
+  if (last) {
+    closeSync(fd);
+    channel = null;
+  }
 }
 
 /** The daemon log's last logged error, to explain an exit that came without a report. */
@@ -54,74 +107,4 @@ export function lastLoggedError(log: string): string | null {
     // no log, or not JSON: the caller points at the log
   }
   return null;
-}
-
-/** glibc's malloc asks for transparent huge pages (docs/decisions/0089-huge-pages-for-received-bytes.md). */
-export const HUGE_PAGES_TUNABLE = 'glibc.malloc.hugetlb=1';
-
-/**
- * The daemon's environment: `env` with glibc's malloc set to ask for transparent huge pages where the host
- * leaves them to each process (`madvise`), unless GLIBC_TUNABLES already says how (`glibc.malloc.hugetlb`).
- * A first touch of fresh memory cost 3.2 ms per MiB in 4 KiB page faults on this project's VM, 0.2-1.7 ms
- * with huge pages (bench/firsttouch.ts), and a wake fills tens of MiB of fresh buffers with what the store sends.
- */
-export function daemonEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const tunables = env.GLIBC_TUNABLES ?? '';
-  if (tunables.split(':').some((t) => t.startsWith('glibc.malloc.hugetlb='))) return { ...env };
-  return { ...env, GLIBC_TUNABLES: tunables ? `${tunables}:${HUGE_PAGES_TUNABLE}` : HUGE_PAGES_TUNABLE };
-}
-
-/**
- * Starts the daemon of `homefs mount <argv…>` in the background and waits until the mount is live (prints
- * `mounted …`, exit code 0) or the daemon says or shows why not (its words, its exit code). Resolves with
- * the exit code; never throws.
- */
-export function mountInBackground(argv: readonly string[]): Promise<number> {
-  const child = spawn(process.execPath, [...process.execArgv, process.argv[1] ?? '', ...argv, '--foreground'], {
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    env: { ...daemonEnv(process.env), [EARLY_ENV]: '1' },
-  });
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  child.stdout?.on('data', (b: Buffer) => out.push(b));
-  child.stderr?.on('data', (b: Buffer) => err.push(b));
-  let log: string | null = null;
-  return new Promise<number>((resolve) => {
-    let done = false;
-    const finish = (code: number, line?: string, to: NodeJS.WriteStream = process.stderr): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      if (line !== undefined) to.write(`${line}\n`);
-      if (child.connected) child.disconnect();
-      child.stdout?.destroy();
-      child.stderr?.destroy();
-      child.unref();
-      resolve(code);
-    };
-    const timer = setTimeout(() => {
-      child.kill('SIGTERM'); // a daemon that never came up must not mount later, behind the user's back
-      finish(USER_ERROR, `homefs: the homefs daemon did not come up within ${UP_WITHIN_MS / 1000}s${log === null ? '' : `; see ${log}`}`);
-    }, UP_WITHIN_MS);
-    child.on('message', (m: DaemonReport) => {
-      if ('log' in m) log = m.log;
-      else if (m.ready) finish(0, `mounted ${m.mounted}`, process.stdout);
-      else if (m.exitCode === INTERNAL_EXIT) finish(m.exitCode, `homefs: internal error in the daemon: ${m.error}${log === null ? '' : ` (stack trace in ${log})`}`);
-      else finish(m.exitCode, `homefs: ${m.error}`);
-    });
-    child.on('error', (e) => finish(USER_ERROR, `homefs: cannot start the homefs daemon: ${e.message}`));
-    child.on('close', (code, signal) => {
-      // Exited before a report: it refused its arguments (its own words, on its pipes) or it died.
-      if (done) return;
-      const printed = Buffer.concat(err).toString('utf8');
-      process.stdout.write(Buffer.concat(out));
-      if (printed.trim() !== '' && log === null) {
-        process.stderr.write(printed);
-        return finish(code ?? USER_ERROR);
-      }
-      const why = (log !== null ? lastLoggedError(log) : null) ?? printed.trim().split('\n').pop()?.replace(/^homefs: /, '') ?? '';
-      finish(code || USER_ERROR, `homefs: the homefs daemon exited (${signal ?? `code ${code}`}) before the mount was live${why ? `: ${why}` : ''}${log === null ? '' : `; see ${log}`}`);
-    });
-  });
 }

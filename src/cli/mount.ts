@@ -1,8 +1,8 @@
 /**
  * `homefs mount <org>/<home> <mountpoint>`: mounts a home. Without --foreground the command starts the
  * daemon in the background and returns only once the mount is live (or fails with one line): bin/homefs
- * does that without loading this module (cli/early.ts), and the daemon, started with --foreground, checks
- * the arguments here. With --foreground this process is the daemon: it logs JSON lines (pretty on a TTY)
+ * does that in bash, without Node (cli/early.ts), and the daemon, started with --foreground, checks the
+ * arguments here. With --foreground this process is the daemon: it logs JSON lines (pretty on a TTY)
  * and runs until sleep, SIGTERM/SIGINT or umount, each of which performs the final seal first.
  *
  * This module is loaded by every daemon, so it imports little: the daemon starts opening the store (its
@@ -27,7 +27,7 @@ import { makeDirsSync } from '../util/mkdirs.js';
 import { parseListenAddr, type ListenAddr } from '../metrics/http.js';
 import type { DaemonServices } from '../daemon/services.js';
 import { errnoName, sys } from '../daemon/sys.js';
-import { EARLY_ENV, mountInBackground, type DaemonReport } from './early.js';
+import { mountInBackground, reportToLauncher, startedByLauncher } from './early.js';
 
 interface Options {
   store?: string;
@@ -146,26 +146,14 @@ const IMPORT_PARTS: ReadonlyArray<() => Promise<unknown>> = [
   () => import('../daemon/services.js'),
 ];
 
-/** Tells the `homefs mount` that started this daemon (cli/early.ts) where it logs, or whether the mount is live. */
-function reportToParent(m: DaemonReport, last = true): Promise<void> {
-  return new Promise((done) => {
-    if (!process.send) return done();
-    process.send(m, undefined, {}, () => {
-      if (last) process.disconnect?.();
-      done();
-    });
-  });
-}
-
 /**
- * A daemon started by `homefs mount` (cli/early.ts), its arguments checked: makes the state directory,
- * tells the command where the log is, and points stdout and stderr (pipes to the command until now) at it.
+ * A daemon started by `homefs mount` (bin/homefs, cli/early.ts), its arguments checked: makes the state
+ * directory, tells the command where the log is, and points stdout and stderr (the command's until now) at it.
  */
-async function takeLogFile(cfg: MountConfig): Promise<void> {
-  delete process.env[EARLY_ENV]; // (not for the daemon's own children)
+function takeLogFile(cfg: MountConfig): void {
   const paths = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir);
   makeDirsSync(paths.stateDir, 0o700);
-  await reportToParent({ log: paths.log }, false);
+  reportToLauncher(`log ${paths.log}`, false);
   const rc = sys().redirectStdio(paths.log);
   if (rc < 0) throw new UserError(`cannot open the daemon's log ${paths.log}: ${errnoName(rc)}`);
 }
@@ -223,8 +211,10 @@ async function runDaemon(cfg: MountConfig, level: string, metricsAddr: ListenAdd
     // wake gave back what it took (lease, journal, cache); the process must not linger either way.
     const exitCode = e instanceof UserError ? e.exitCode : ExitCode.internal;
     log.error({ err: errorMessage(e), ...(exitCode === ExitCode.internal ? { stack: (e as Error)?.stack } : {}) }, 'mount failed');
-    if (process.send) {
-      await reportToParent({ error: errorMessage(e), exitCode });
+    if (startedByLauncher()) {
+      const logPath = homePaths(cfg.org, cfg.home, cfg.stateDir, cfg.cacheDir).log;
+      const line = exitCode === ExitCode.internal ? `internal error in the daemon: ${errorMessage(e)} (stack trace in ${logPath})` : errorMessage(e);
+      reportToLauncher(`error ${exitCode} homefs: ${line}`, true);
       process.exit(exitCode);
     }
     setTimeout(() => process.exit(exitCode), 2000).unref(); // foreground: main prints the error, then exits
@@ -239,7 +229,7 @@ async function runDaemon(cfg: MountConfig, level: string, metricsAddr: ListenAdd
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGHUP', () => undefined);
-  await reportToParent({ ready: true, mounted: `${cfg.org}/${cfg.home} at ${cfg.mountpoint}` });
+  reportToLauncher(`ready mounted ${cfg.org}/${cfg.home} at ${cfg.mountpoint}`, true);
   metrics.startProcessMetrics(); // (not on the mount's way: metrics/homefs.ts)
 }
 
@@ -281,10 +271,10 @@ export function register(program: Command): void {
       checkMountpoint(cfg.mountpoint, cfg);
       const metricsAddr = o.metricsAddr !== undefined ? parseListenAddr('--metrics-addr', o.metricsAddr) : undefined;
       if (o.foreground) {
-        if (process.env[EARLY_ENV] !== undefined) await takeLogFile(cfg);
+        if (startedByLauncher()) takeLogFile(cfg);
         return runDaemon(cfg, o.logLevel, metricsAddr);
       }
-      // (bin/homefs starts a background mount's daemon without loading this module: cli/early.ts)
+      // (bin/homefs, run as a program, starts a background mount's daemon without Node: cli/early.ts)
       process.exitCode = await mountInBackground(process.argv.slice(2).filter((a) => a !== '--foreground'));
     });
 }
