@@ -23,7 +23,7 @@ static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
 #define F(name, fn) { name, NULL, fn, NULL, NULL, NULL, napi_default, NULL }
     F("mount", hf_mount), F("unmount", hf_unmount), F("invalInode", hf_inval_inode),
-    F("invalEntry", hf_inval_entry), F("setScratch", hf_set_scratch),
+    F("invalEntry", hf_inval_entry), F("notifyStore", hf_notify_store), F("setScratch", hf_set_scratch),
     F("replyErr", hf_reply_err), F("replyNone", hf_reply_none), F("replyEntry", hf_reply_entry),
     F("replyCreate", hf_reply_create), F("replyAttr", hf_reply_attr), F("replyReadlink", hf_reply_readlink),
     F("replyOpen", hf_reply_open), F("replyWrite", hf_reply_write), F("replyBuf", hf_reply_buf),

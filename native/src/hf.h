@@ -121,6 +121,7 @@ napi_value hf_mount(napi_env env, napi_callback_info info);
 napi_value hf_unmount(napi_env env, napi_callback_info info);
 napi_value hf_inval_inode(napi_env env, napi_callback_info info);
 napi_value hf_inval_entry(napi_env env, napi_callback_info info);
+napi_value hf_notify_store(napi_env env, napi_callback_info info);
 void hf_session_teardown(hf_session *s, const char *reason, int external, int exiting);
 /* The mounted session a JS session handle names, or NULL (unmounted). */
 hf_session *hf_get_session(napi_env env, napi_value v);

@@ -560,6 +560,25 @@ napi_value hf_inval_inode(napi_env env, napi_callback_info info) {
   napi_create_int32(env, res, &r); return r;
 }
 
+/* notifyStore(session, ino, off, Uint8Array) -> 0 | -errno: the bytes go into the kernel's page cache of ino. */
+napi_value hf_notify_store(napi_env env, napi_callback_info info) {
+  size_t argc = 4; napi_value argv[4]; napi_value r;
+  HF_CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  hf_session *s = hf_get_session(env, argv[0]);
+  int res = -ENOTCONN;
+  napi_typedarray_type t; size_t len = 0; void *data = NULL; napi_value ab; size_t boff;
+  if (napi_get_typedarray_info(env, argv[3], &t, &len, &data, &ab, &boff) != napi_ok || t != napi_uint8_array) {
+    res = -EINVAL;
+  } else if (s && s->state == S_MOUNTED) {
+    double ino = 0, off = 0;
+    napi_get_value_double(env, argv[1], &ino); napi_get_value_double(env, argv[2], &off);
+    struct fuse_bufvec bv = FUSE_BUFVEC_INIT(len);
+    bv.buf[0].mem = data;
+    res = fuse_lowlevel_notify_store(s->se, (fuse_ino_t)ino, (off_t)off, &bv, 0);
+  }
+  napi_create_int32(env, res, &r); return r;
+}
+
 /* invalEntry(session, parent, name) -> 0 | -errno */
 napi_value hf_inval_entry(napi_env env, napi_callback_info info) {
   size_t argc = 3; napi_value argv[3]; napi_value r;

@@ -236,6 +236,34 @@ export class BlockCache {
   }
 
   /**
+   * `read` when it needs no wait: the block in memory, or its disk file in the kernel's caches (verified
+   * at once if this process has not yet). Otherwise undefined, and nothing is counted or fetched.
+   */
+  readAtOnce(hash: string, offset: number, length: number): Buffer | undefined {
+    if (this.state !== 'open') return undefined;
+    const k = cacheKey('block', hash);
+    const mem = this.fromMemory(k);
+    if (mem) return mem.subarray(offset, offset + length);
+    if (this.inflight.has(k)) return undefined;
+    const entry = this.index.get(k);
+    if (!entry) return this.localStore && offset === 0 ? this.fromLocalStore(hash, length) : undefined;
+    if (!entry.verified) return this.verifyNow(hash, entry.size)?.subarray(offset, offset + length);
+    return this.readNow(hash, entry.size, offset, length);
+  }
+
+  /**
+   * A block of a store on this host's disk whose whole `size` bytes are in the kernel's caches, verified
+   * here, kept in memory as `load` keeps what it reads from there; else undefined.
+   */
+  private fromLocalStore(hash: string, size: number): Buffer | undefined {
+    if (size > CACHED_READ_MAX) return undefined;
+    const data = this.opts.store.readAtOnce?.(blockKey(this.opts.org, hash), size);
+    if (!data || hashBuffer(data) !== hash) return undefined;
+    this.memory?.set(cacheKey('block', hash), data);
+    return data;
+  }
+
+  /**
    * `read` of a trusted disk file at once, on this thread, when its name and the bytes asked for are in the
    * kernel's caches (util/files-addon.ts): a file the warm-up or a prefetch wrote moments ago. Otherwise
    * undefined, and the read goes through the thread pool (a kept handle), as a file that vanished does.

@@ -21,6 +21,7 @@ import { CorruptObjectError, FormatError, NotFoundError, StoreUnavailableError }
 import { attrOf, entryOf, kindOfMode, modeOf, toNs, type Timeouts } from './attr.js';
 import { Listings } from './listings.js';
 import { PassthroughOpens } from './passthrough.js';
+import { PagePreloads } from './preload.js';
 import { allLocal } from '../inodes/filestate.js';
 import { CommittedReplies } from './replies.js';
 import { clearedSetidMode } from './setid.js';
@@ -53,6 +54,8 @@ export class FuseAdapter {
   private readonly xattrs: Xattrs;
   /** Which opens are FUSE passthrough (enabled at INIT where granted: `usePassthrough`). */
   readonly passthrough: PassthroughOpens;
+  /** Small files put into the kernel's page cache at their first open for reading. */
+  readonly preloads: PagePreloads;
   /** Requests so far (live files are looked at once per request). */
   private turn = 0;
   /** Handles opened for writing and not released; whether one was opened since the last `flushingKernel`. */
@@ -71,6 +74,7 @@ export class FuseAdapter {
   ) {
     this.xattrs = new Xattrs(view.journal, (ino) => view.get(ino));
     this.passthrough = new PassthroughOpens(() => this.replies, upper, log);
+    this.preloads = new PagePreloads(() => this.replies, content, (ino) => view.openCount(ino));
   }
 
   /**
@@ -294,8 +298,15 @@ export class FuseAdapter {
         if (node.kind === 'dir') throw new FsError(E.EISDIR);
         if ((flags & 3) !== 0) this.writable();
         if (killSuidgid) this.killSuidgid(req, ino);
-        if (!this.passthrough.enabled) return this.s.open(req, { fh: this.openHandle(ino, (flags & 3) !== 0), keepCache: true });
-        return this.openFile(ino, (flags & 3) !== 0).then((o) => this.s.open(req, o));
+        if (!this.passthrough.enabled) {
+          const fh = this.openHandle(ino, (flags & 3) !== 0);
+          this.preloads.atOpen(ino, flags);
+          return this.s.open(req, { fh, keepCache: true });
+        }
+        return this.openFile(ino, (flags & 3) !== 0).then((o) => {
+          if (o.backingId === undefined && o.keepCache !== false) this.preloads.atOpen(ino, flags);
+          this.s.open(req, o);
+        });
       }),
       create: (req, parent, name, mode, flags) => this.run(req, 'create', parent, () => {
         this.writable();

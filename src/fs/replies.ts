@@ -104,6 +104,11 @@ export class CommittedReplies implements Session {
     return this.inner.invalInode(ino, off, len);
   }
 
+  notifyStore(ino: number, off: number, data: Uint8Array): number {
+    this.settle();
+    return this.inner.notifyStore(ino, off, data);
+  }
+
   invalEntry(parent: number, name: string): number {
     this.settle();
     return this.inner.invalEntry(parent, name);

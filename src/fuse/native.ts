@@ -18,6 +18,7 @@ export interface NativeAddon {
   unmount(s: NativeSession, exiting: boolean): void;
   invalInode(s: NativeSession, ino: number, off: number, len: number): number;
   invalEntry(s: NativeSession, parent: number, name: string): number;
+  notifyStore(s: NativeSession, ino: number, off: number, data: Uint8Array): number;
   setScratch(a: Float64Array): void;
   replyErr(req: Req, errno: number): void;
   replyNone(req: Req): void;

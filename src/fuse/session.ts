@@ -123,6 +123,9 @@ export class FuseSession implements Session {
   invalInode(ino: number, off: number, len: number): number {
     return this.closed || !this.handle ? -107 : this.addon.invalInode(this.handle, ino, off, len);
   }
+  notifyStore(ino: number, off: number, data: Uint8Array): number {
+    return this.closed || !this.handle ? -107 : this.addon.notifyStore(this.handle, ino, off, data);
+  }
   invalEntry(parent: number, name: string): number {
     return this.closed || !this.handle ? -107 : this.addon.invalEntry(this.handle, parent, name);
   }

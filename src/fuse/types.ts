@@ -199,6 +199,12 @@ export interface Session extends Reply {
    */
   invalEntry(parent: number, name: string): number;
   /**
+   * Put `data` into the kernel's page cache of `ino` at `off` (FUSE_NOTIFY_STORE), so that reads of it
+   * need no request. Returns 0 or -errno. A synchronous write to the kernel, which locks each page it
+   * stores: never call it while a read of the inode may be unanswered (an open handle of it exists).
+   */
+  notifyStore(ino: number, off: number, data: Uint8Array): number;
+  /**
    * The binding answers getxattr (ENODATA) and listxattr (no names) of `ino` itself, without calling the
    * handlers, until `revokeNoXattrs(ino)` or the unmount. Best effort: a mark may be dropped at any time
    * (the binding's table is bounded) and the handlers then answer again. Mark only an inode whose empty

@@ -160,6 +160,11 @@ export class MountedHome extends RunningHome {
           hot.record('block', h, data.length);
           return data;
         },
+        readAtOnce: (h: string, off: number, len: number) => {
+          const data = cache.readAtOnce(h, off, len);
+          if (data) hot.record('block', h, undefined);
+          return data;
+        },
         prefetch: (hs: string[]) => cache.prefetch('block', hs),
         size: (h: string) => cache.size('block', h),
         known: (h: string) => cache.known('block', h),
@@ -283,6 +288,7 @@ export class MountedHome extends RunningHome {
       this.content.kernelOwnsTimes = !this.cfg.readOnly && !granted;
       this.passthroughState = granted ? 'on' : this.passthroughAsk.ask ? 'off: the kernel does not offer it' : `off: ${this.passthroughAsk.why}`;
       this.passthroughOpens = granted ? adapter.passthrough : undefined;
+      this.preloaded = adapter.preloads.stats;
       setImmediate(this.answeredInit); // (after this returns, the binding sends INIT's reply)
     };
     try {

@@ -35,8 +35,11 @@ export interface StatusInput {
   trim: { dropped: number; remembered: number };
   /** Write-behind and continuous protection (home/protect.ts): backlog, oldest change not in the store, throughput; null when read-only. */
   protection: ProtectionReport | null;
-  /** FUSE passthrough: 'on', or 'off: <why>'; its opens so far (null before INIT) and the files open for writing through it. */
-  fuse: { passthrough: string; opens: { passthrough: number; cached: number; refused: number } | null; liveFiles: number };
+  /**
+   * FUSE passthrough: 'on', or 'off: <why>'; its opens so far (null before INIT) and the files open for writing
+   * through it; the small files put into the kernel's page cache at their first open (null before the mount).
+   */
+  fuse: { passthrough: string; opens: { passthrough: number; cached: number; refused: number } | null; liveFiles: number; preloaded: { files: number; bytes: number } | null };
   metricsUrl?: string | undefined;
 }
 

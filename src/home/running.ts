@@ -34,6 +34,8 @@ export abstract class RunningHome extends HomeCommits {
   protected passthroughAsk: { ask: boolean; why: string } = { ask: false, why: 'not mounted' };
   protected passthroughState = 'off';
   protected passthroughOpens: PassthroughOpens | undefined;
+  /** Small files put into the kernel's page cache at their first open for reading (fs/preload.ts). */
+  protected preloaded: { files: number; bytes: number } | null = null;
   /**
    * Resolves with the daemon's exit status once the home is asleep for good: after `sleep()` (a signal,
    * `homefs sleep`) or an unmount from outside. The caller (cli/mount.ts) decides to end the process.
@@ -151,7 +153,7 @@ export abstract class RunningHome extends HomeCommits {
       preseal: this.preseal ? { hashed: this.preseal.hashed, uploaded: this.preseal.uploaded } : null,
       protection: this.protectionReport(),
       trim: this.view.trimCounts,
-      fuse: { passthrough: this.passthroughState, opens: this.passthroughOpens?.stats ?? null, liveFiles: this.content.live.size },
+      fuse: { passthrough: this.passthroughState, opens: this.passthroughOpens?.stats ?? null, liveFiles: this.content.live.size, preloaded: this.preloaded },
       metricsUrl: this.hooks.metricsUrl,
     });
   }

@@ -52,6 +52,8 @@ export interface BlockReader {
   /** A verified range of a block (clamped by the caller to the block's length). */
   read(hash: string, offset: number, length: number): Promise<Buffer>;
   get(hash: string): Promise<Buffer>;
+  /** A verified range of a block when it is at hand without a wait (in memory, or in the kernel's caches). */
+  readAtOnce?(hash: string, offset: number, length: number): Buffer | undefined;
   /** Hint: these blocks will probably be read soon. */
   prefetch(hashes: string[]): void;
   /** The block's length when known locally (after any read of it), for checking it against its file. */
@@ -225,6 +227,22 @@ export class Content {
   /** Runs fn after every earlier content change of this inode, before every later one. */
   private serialize<T>(ino: number, fn: () => Promise<T>): Promise<T> {
     return this.locks.whole(ino, fn);
+  }
+
+  /**
+   * The whole of file `ino` when it has at most `max` bytes and they are at hand without a wait: inline, or
+   * one sealed block the block reader has now (in memory, or in the kernel's caches). Otherwise undefined.
+   * Not for a live file (the kernel writes it unseen) or one changed since its seal.
+   */
+  readAtOnce(ino: number, max: number): Buffer | undefined {
+    if (this.live.has(ino)) return undefined;
+    const node = this.journal.get(ino);
+    if (!node || node.kind !== 'file' || node.size === 0 || node.size > max) return undefined;
+    const c = contentOf(node);
+    if (c.state === 'inline') return c.data.length === node.size ? Buffer.from(c.data.buffer, c.data.byteOffset, node.size) : undefined;
+    if ((c.state !== 'clean' && c.state !== 'copied') || c.sealed.size !== node.size || c.sealed.blocks.length !== 1) return undefined;
+    const got = this.blocks.readAtOnce?.(c.sealed.blocks[0] as string, 0, node.size);
+    return got?.length === node.size ? got : undefined;
   }
 
   async read(ino: number, offset: number, length: number): Promise<Buffer> {

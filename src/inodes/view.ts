@@ -257,6 +257,11 @@ export class HomeView {
     }
   }
 
+  /** Open handles of `ino`. */
+  openCount(ino: number): number {
+    return this.opens.get(ino) ?? 0;
+  }
+
   opened(ino: number): void {
     this.opens.set(ino, (this.opens.get(ino) ?? 0) + 1);
   }

@@ -15,6 +15,7 @@ import { makeDirs } from '../util/mkdirs.js';
 import { mapLimit } from '../util/concurrency.js';
 import type { ObjectInfo, Store, Uploads } from './store.js';
 import { fileUploads } from './file-uploads.js';
+import { filesAddon } from '../util/files-addon.js';
 
 const KEY = /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/;
 
@@ -97,6 +98,12 @@ export class FileStore implements Store {
       if (code === 'ENOENT' || code === 'ENOTDIR') throw new NotFoundError(key);
       throw e;
     }
+  }
+
+  readAtOnce(key: string, length: number): Buffer | undefined {
+    if (length <= 0) return undefined;
+    const buf = Buffer.allocUnsafe(length);
+    return filesAddon().readFileCached(this.path(key), buf, 0) === length ? buf : undefined;
   }
 
   /** Writes a durable temp file next to `dest` and returns its path. */

@@ -19,6 +19,9 @@ export class ForwardingStore implements Store {
   getRange(key: string, offset: number, length: number): Promise<Buffer> {
     return this.inner.getRange(key, offset, length);
   }
+  readAtOnce(key: string, length: number): Buffer | undefined {
+    return this.inner.readAtOnce?.(key, length);
+  }
   put(key: string, data: Buffer): Promise<void> {
     return this.inner.put(key, data);
   }

@@ -49,6 +49,13 @@ export interface Store {
   getRange(key: string, offset: number, length: number): Promise<Buffer>;
 
   /**
+   * The first `length` bytes of `key` when they are at hand without a wait (a store on this host's disk:
+   * the object's file in the kernel's caches), else undefined. Unverified, like `get`. Optional: stores
+   * over the network have nothing at hand.
+   */
+  readAtOnce?(key: string, length: number): Buffer | undefined;
+
+  /**
    * Writes `data` under `key`, replacing nothing visible to readers until complete (atomic).
    * Idempotent for content-addressed keys: writing the same bytes twice is harmless. Safe to retry.
    */
