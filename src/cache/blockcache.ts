@@ -236,27 +236,28 @@ export class BlockCache {
   }
 
   /**
-   * `read` when it needs no wait: the block in memory, or its disk file in the kernel's caches (verified
-   * at once if this process has not yet). Otherwise undefined, and nothing is counted or fetched.
+   * The whole block `hash`, verified, when that needs no wait: in memory, its disk file in the kernel's caches
+   * (verified at once if this process has not yet), or (a store on this host's disk) the store's file of it,
+   * in the kernel's caches and exactly `size` bytes long. Otherwise undefined, and nothing is fetched.
    */
-  readAtOnce(hash: string, offset: number, length: number): Buffer | undefined {
+  readAtOnce(hash: string, size: number): Buffer | undefined {
     if (this.state !== 'open') return undefined;
     const k = cacheKey('block', hash);
     const mem = this.fromMemory(k);
-    if (mem) return mem.subarray(offset, offset + length);
+    if (mem) return mem;
     if (this.inflight.has(k)) return undefined;
     const entry = this.index.get(k);
-    if (!entry) return this.localStore && offset === 0 ? this.fromLocalStore(hash, length) : undefined;
-    if (!entry.verified) return this.verifyNow(hash, entry.size)?.subarray(offset, offset + length);
-    return this.readNow(hash, entry.size, offset, length);
+    if (!entry) return this.localStore ? this.fromLocalStore(hash, size) : undefined;
+    if (!entry.verified) return this.verifyNow(hash, entry.size);
+    return this.readNow(hash, entry.size, 0, entry.size);
   }
 
   /**
-   * A block of a store on this host's disk whose whole `size` bytes are in the kernel's caches, verified
+   * A block of a store on this host's disk that is `size` bytes long and in the kernel's caches, verified
    * here, kept in memory as `load` keeps what it reads from there; else undefined.
    */
   private fromLocalStore(hash: string, size: number): Buffer | undefined {
-    if (size > CACHED_READ_MAX) return undefined;
+    if (size <= 0 || size > CACHED_READ_MAX) return undefined;
     const data = this.opts.store.readAtOnce?.(blockKey(this.opts.org, hash), size);
     if (!data || hashBuffer(data) !== hash) return undefined;
     this.memory?.set(cacheKey('block', hash), data);

@@ -160,8 +160,8 @@ export class MountedHome extends RunningHome {
           hot.record('block', h, data.length);
           return data;
         },
-        readAtOnce: (h: string, off: number, len: number) => {
-          const data = cache.readAtOnce(h, off, len);
+        readAtOnce: (h: string, size: number) => {
+          const data = cache.readAtOnce(h, size);
           if (data) hot.record('block', h, undefined);
           return data;
         },

@@ -52,8 +52,11 @@ export interface BlockReader {
   /** A verified range of a block (clamped by the caller to the block's length). */
   read(hash: string, offset: number, length: number): Promise<Buffer>;
   get(hash: string): Promise<Buffer>;
-  /** A verified range of a block when it is at hand without a wait (in memory, or in the kernel's caches). */
-  readAtOnce?(hash: string, offset: number, length: number): Buffer | undefined;
+  /**
+   * The whole verified block when it is at hand without a wait (in memory, or in the kernel's caches);
+   * `size`: the length it should have (a store's file of another length is not read).
+   */
+  readAtOnce?(hash: string, size: number): Buffer | undefined;
   /** Hint: these blocks will probably be read soon. */
   prefetch(hashes: string[]): void;
   /** The block's length when known locally (after any read of it), for checking it against its file. */
@@ -241,7 +244,8 @@ export class Content {
     const c = contentOf(node);
     if (c.state === 'inline') return c.data.length === node.size ? Buffer.from(c.data.buffer, c.data.byteOffset, node.size) : undefined;
     if ((c.state !== 'clean' && c.state !== 'copied') || c.sealed.size !== node.size || c.sealed.blocks.length !== 1) return undefined;
-    const got = this.blocks.readAtOnce?.(c.sealed.blocks[0] as string, 0, node.size);
+    // A block whose length is not the file's is never served (a lying tree): `read` refuses it with EIO.
+    const got = this.blocks.readAtOnce?.(c.sealed.blocks[0] as string, node.size);
     return got?.length === node.size ? got : undefined;
   }
 

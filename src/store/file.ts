@@ -102,8 +102,8 @@ export class FileStore implements Store {
 
   readAtOnce(key: string, length: number): Buffer | undefined {
     if (length <= 0) return undefined;
-    const buf = Buffer.allocUnsafe(length);
-    return filesAddon().readFileCached(this.path(key), buf, 0) === length ? buf : undefined;
+    const buf = Buffer.allocUnsafeSlow(length + 1); // (one byte more: a longer object reads more than `length`)
+    return filesAddon().readFileCached(this.path(key), buf, 0) === length ? buf.subarray(0, length) : undefined;
   }
 
   /** Writes a durable temp file next to `dest` and returns its path. */

@@ -49,9 +49,9 @@ export interface Store {
   getRange(key: string, offset: number, length: number): Promise<Buffer>;
 
   /**
-   * The first `length` bytes of `key` when they are at hand without a wait (a store on this host's disk:
-   * the object's file in the kernel's caches), else undefined. Unverified, like `get`. Optional: stores
-   * over the network have nothing at hand.
+   * The bytes of `key` when it is exactly `length` bytes long and they are at hand without a wait (a store
+   * on this host's disk: the object's file in the kernel's caches), else undefined. Unverified, like `get`.
+   * Optional: stores over the network have nothing at hand.
    */
   readAtOnce?(key: string, length: number): Buffer | undefined;
 
