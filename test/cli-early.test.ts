@@ -9,7 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -141,6 +141,26 @@ test('the daemon takes its report pipe close-on-exec, reports line by line and d
   assert.equal(r.err, null);
   assert.equal(r.stdout, 'log /x/daemon.log\nready mounted a b\n');
   assert.ok(performance.now() - t0 < 8_000, 'the pipe closed while the process the daemon started still ran');
+});
+
+test('a stray HOMEFS_EARLY_DAEMON does not hand a mount back and forth between Node and the launcher', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'homefs-early-stray-'));
+  try {
+    // A mountpoint that checks out and a store that does not, found only by the daemon once it runs.
+    await mkdir(join(dir, 'mnt'));
+    await writeFile(join(dir, 'store'), 'not a directory');
+    const r = await new Promise<{ code: number; stderr: string }>((resolve) => {
+      execFile(process.execPath, [BIN, 'mount', 'acme/a', join(dir, 'mnt'), '--store', `file://${join(dir, 'store')}`, '--state-dir', join(dir, 'state'), '--cache-dir', join(dir, 'cache')],
+        { env: { ...process.env, [EARLY_ENV]: '5' }, encoding: 'utf8', timeout: 20_000 }, (err, _stdout, stderr) => {
+          resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stderr });
+        });
+    });
+    assert.notEqual(r.code, 0, r.stderr);
+    assert.notEqual(r.code, -1, 'ended, not killed by the timeout');
+    assert.match(r.stderr, /^homefs: .*store.*not a directory/m);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
 
 test("the command's copy of the internal-error exit code is the CLI's", () => {

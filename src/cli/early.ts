@@ -39,11 +39,14 @@ export function wantsEarlyDaemon(argv: readonly string[], env: NodeJS.ProcessEnv
 
 /**
  * `homefs mount <argv…>` in the background, from Node: runs bin/homefs's bash launcher with this Node
- * binary, its output and error output this process's own. Resolves with its exit code.
+ * binary, its output and error output this process's own. Resolves with its exit code. (A stray
+ * HOMEFS_EARLY_DAEMON is not passed on: the launcher would hand the mount back to Node.)
  */
 export function mountInBackground(argv: readonly string[]): Promise<number> {
+  const env: NodeJS.ProcessEnv = { ...process.env, HOMEFS_NODE: process.execPath };
+  delete env[EARLY_ENV];
   return new Promise((resolve) => {
-    const child = spawn(BIN, [...argv], { stdio: 'inherit', env: { ...process.env, HOMEFS_NODE: process.execPath } });
+    const child = spawn(BIN, [...argv], { stdio: 'inherit', env });
     child.on('error', (e) => {
       process.stderr.write(`homefs: cannot run ${BIN}: ${e.message}\n`);
       resolve(1);
