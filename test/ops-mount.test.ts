@@ -148,7 +148,8 @@ test('homefs@.service passes systemd-analyze verify once installed; install/unin
     assert.equal(verify.code, 0, verify.stderr);
     assert.equal(verify.stderr.trim(), '', 'no warnings');
     const text = readFileSync(unit, 'utf8');
-    assert.match(text, new RegExp(`^ExecStart=${process.execPath} '${BIN.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}' mount \\$\\{HOMEFS_HOME\\} \\$\\{HOMEFS_MOUNTPOINT\\} --foreground `, 'm'));
+    assert.ok(text.split('\n').includes(`Environment="HOMEFS_NODE=${process.execPath}"`), 'the unit names this node binary');
+    assert.match(text, new RegExp(`^ExecStart='${BIN.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}' mount \\$\\{HOMEFS_HOME\\} \\$\\{HOMEFS_MOUNTPOINT\\} --foreground `, 'm'));
     const repo = readFileSync(UNIT, 'utf8');
     for (const line of ['Type=notify', 'NotifyAccess=main', 'Restart=on-failure', 'TimeoutStopSec=5min', 'KillSignal=SIGTERM', 'StandardOutput=journal', 'EnvironmentFile=-/etc/homefs/%i.env', 'Environment=HOMEFS_HOME=%I']) {
       assert.ok(repo.split('\n').includes(line), `unit has ${line}`);

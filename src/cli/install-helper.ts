@@ -1,8 +1,8 @@
 /**
  * `homefs install-helper [--prefix /] [--systemd]` and `homefs uninstall-helper`: put the mount(8) helper
  * in `<prefix>/sbin` as mount.homefs and mount.fuse.homefs (mount -t fuse.homefs looks for the latter,
- * -t homefs for the former), with this node binary and this CLI baked in as absolute paths (mount(8)
- * and systemd run helpers with a minimal PATH). With --systemd, also `homefs@.service` in
+ * -t homefs for the former), with this node binary (HOMEFS_NODE) and this CLI baked in as absolute paths
+ * (mount(8) and systemd run helpers with a minimal PATH); both run the CLI as a program (bin/homefs). With --systemd, also `homefs@.service` in
  * `<prefix>/etc/systemd/system`. Uninstall removes exactly these files.
  */
 import { chmod, readFile, rm, symlink, writeFile } from 'node:fs/promises';
@@ -64,7 +64,8 @@ export async function installHelper(prefix: string, systemd: boolean): Promise<s
   await symlink('mount.homefs', paths.fuseHelper);
   const done = [paths.helper, paths.fuseHelper];
   if (systemd) {
-    const unit = await render(UNIT_SRC, (t) => t.replace(/^ExecStart=\/usr\/local\/bin\/homefs /m, `ExecStart=${node} ${shellQuote(CLI)} `));
+    // bin/homefs runs as a program (bash: it starts Node with the daemon's V8 flags), with this node binary.
+    const unit = await render(UNIT_SRC, (t) => t.replace(/^ExecStart=\/usr\/local\/bin\/homefs /m, `Environment="HOMEFS_NODE=${node}"\nExecStart=${shellQuote(CLI)} `));
     await write(paths.unit, unit, 0o644);
     done.push(paths.unit);
   }
