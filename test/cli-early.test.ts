@@ -13,7 +13,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { EARLY_ENV, INTERNAL_EXIT, wantsEarlyDaemon } from '../src/cli/early.js';
+import { EARLY_ENV, wantsEarlyDaemon } from '../src/cli/early.js';
 import { ExitCode } from '../src/util/exit-codes.js';
 
 const BIN = fileURLToPath(new URL('../../bin/homefs', import.meta.url));
@@ -163,6 +163,8 @@ test('a stray HOMEFS_EARLY_DAEMON does not hand a mount back and forth between N
   }
 });
 
-test("the command's copy of the internal-error exit code is the CLI's", () => {
-  assert.equal(INTERNAL_EXIT, ExitCode.internal);
+test("the daemon's internal error keeps the CLI's exit code through the launcher", async () => {
+  const r = await launch(['mount', 'acme/a', '/mnt'], `echo "error ${ExitCode.internal} homefs: internal error in the daemon: boom (stack trace in /x.log)" >&3; exit ${ExitCode.internal}`);
+  assert.equal(r.code, ExitCode.internal);
+  assert.equal(r.stderr, 'homefs: internal error in the daemon: boom (stack trace in /x.log)\n');
 });

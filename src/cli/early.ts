@@ -25,9 +25,6 @@ import { fileURLToPath } from 'node:url';
 /** The descriptor of the pipe a daemon reports on, set by bin/homefs for the daemon it starts. */
 export const EARLY_ENV = 'HOMEFS_EARLY_DAEMON';
 
-/** util/exit-codes.ts ExitCode.internal, not imported (this module loads nothing of homefs); a test keeps them equal. */
-export const INTERNAL_EXIT = 70;
-
 const BIN = fileURLToPath(new URL('../../../bin/homefs', import.meta.url));
 
 /** Whether `argv` (without node and the script) asks for a mount whose daemon runs in the background. */
